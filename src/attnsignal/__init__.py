@@ -1,0 +1,47 @@
+"""attnsignal — softmax attention discovering a hidden signal.
+
+Model, exact simulation engines, theory and reproduction of "Asymptotic Signal Subspace
+Recovery in Softmax Attention Models" (arXiv 2606.22406). ``import attnsignal as asg``.
+"""
+
+from ._version import __version__
+from .config import (
+    ConfigError,
+    ModelConfig,
+    NotRobbinsMonroWarning,
+    RunConfig,
+    StepSize,
+)
+from .results import Result
+from .simulate import DivergenceWarning, simulate
+
+__all__ = [
+    "__version__",
+    "ConfigError",
+    "DivergenceWarning",
+    "ModelConfig",
+    "NotRobbinsMonroWarning",
+    "Result",
+    "RunConfig",
+    "StepSize",
+    "simulate",
+]
+
+
+def __getattr__(name: str):
+    # The theory layer and sweeps import scipy/dask; load them on first use.
+    import importlib
+
+    lazy = {
+        "landscape": "theory", "Landscape": "theory", "vector_field": "theory",
+        "drift_mc": "theory", "fixed_points": "theory", "FixedPoint": "theory",
+        "solve_ode": "theory", "OdeSolution": "theory", "gradient_variance": "theory",
+        "corrected_drift": "theory", "constant_step_plateau": "theory",
+        "samples_to_reach": "theory", "tracking": "theory", "Tracking": "theory",
+        "sa_diagnostics": "theory",
+        "load_sweep": "sweep", "run_sweep": "sweep", "SweepSpec": "sweep",
+    }
+    if name in lazy:
+        mod = importlib.import_module(f".{lazy[name]}", __name__)
+        return getattr(mod, name)
+    raise AttributeError(f"module 'attnsignal' has no attribute {name!r}")

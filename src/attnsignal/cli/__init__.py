@@ -1,0 +1,87 @@
+"""The ``attnsignal`` command line.
+
+Sub-commands live in one module each (``run``, ...); they register themselves on ``app``.
+Bad input of any kind — an out-of-range value, an unknown option, an unreadable file — ends
+with one line on stderr and exit status 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+try:  # typer >= 0.25 vendors click
+    from typer._click import exceptions as _cx
+except ImportError:  # pragma: no cover - older typer on top of click
+    from click import exceptions as _cx
+
+from ..config import ConfigError
+
+app = typer.Typer(
+    name="attnsignal",
+    help=(
+        "Softmax attention discovering a hidden signal (arXiv 2606.22406): simulate SGA on "
+        "the sphere, compute the theory, run sweeps and reproduce the paper."
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", help="print the version and exit"),
+) -> None:
+    """Softmax attention discovering a hidden signal."""
+    if version:
+        from .._version import __version__
+
+        print(f"attnsignal {__version__}")
+        raise typer.Exit(0)
+
+
+class UsageFailure(Exception):
+    """Raised by commands for bad input that is not a ConfigError (one line, exit 2)."""
+
+
+def _register() -> None:
+    from . import run  # noqa: F401
+    for name in ("theory", "sweep", "reproduce", "bench"):
+        try:
+            __import__(f"{__name__}.{name}")
+        except ModuleNotFoundError as exc:  # a command module not present in this build
+            if exc.name != f"{__name__}.{name}":
+                raise
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: run the app, turning bad input into one line and exit status 2."""
+    _register()
+    cmd = typer.main.get_command(app)
+    args = sys.argv[1:] if argv is None else list(argv)
+    try:
+        rv = cmd.main(args=args, prog_name="attnsignal", standalone_mode=False)
+    except typer.Exit as exc:
+        return int(exc.exit_code)
+    except typer.Abort:
+        print("attnsignal: aborted", file=sys.stderr)
+        return 130
+    except _cx.NoArgsIsHelpError as exc:
+        exc.show()
+        return 0
+    except _cx.ClickException as exc:  # usage errors: unknown option, missing argument...
+        print(f"attnsignal: error: {exc.format_message()}".replace("\n", " "), file=sys.stderr)
+        return 2
+    except (ConfigError, UsageFailure) as exc:
+        print(f"attnsignal: error: {exc}".replace("\n", " "), file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("attnsignal: interrupted", file=sys.stderr)
+        return 130
+    return int(rv or 0)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,239 @@
+"""The ``Result`` of a simulation: arrays, configs, a tidy frame, Parquet + JSON manifest I/O.
+
+On disk a result is a directory::
+
+    result.parquet    tidy frame (one row per run × record)
+    manifest.json     configs, seed, engine, update, package version, timings, RM flag, ...
+    q_final.npy       (optional) final unit queries, runs × d
+    q_records.npy     (optional) queries at the record points, runs × records × d
+
+Every file is written to a temporary name in the same directory, flushed, fsynced and renamed
+(atomic on POSIX); the manifest is written last and is the commit marker: a directory without
+a manifest is not a result.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+
+from .config import ModelConfig, RunConfig, StepSize
+
+__all__ = ["Result", "atomic_write", "FRAME_COLUMNS"]
+
+FRAME_COLUMNS = [
+    "run",
+    "step",
+    "ode_time",
+    "alignment",
+    "abs_alignment",
+    "informative_mass",
+    "max_nuisance_weight",
+    "diverged",
+]
+
+
+def atomic_write(path: str | os.PathLike, write: Callable[[str], None]) -> None:
+    """Call ``write(tmp_path)`` then fsync and rename ``tmp_path`` onto ``path``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        write(tmp)
+        with open(tmp, "rb+") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    try:  # make the rename durable
+        dfd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+    except OSError:
+        pass
+
+
+@dataclass
+class Result:
+    """Outcome of :func:`attnsignal.simulate`.
+
+    alignment : (runs, records) signed ``ρ = <q, ξ>`` after ``steps[j]`` updates (NaN once a
+        run has diverged)
+    steps : (records,) step index of each record (0 = the start)
+    ode_time : (records,) ``t_k = Σ_{j<k} η_j``
+    informative_mass, max_nuisance_weight : (runs, records) of the sample(s) drawn at update
+        ``steps[j]`` (mean over the minibatch); NaN at step 0, where no sample is drawn
+    diverged : (runs,) bool;  diverged_step : (runs,) update at which it happened, −1 if not
+    run_ids : (runs,) global run indices (``first_run`` ...)
+    q_final : (runs, d) final unit queries (vector engines), else None
+    q_records : (runs, records, d) queries at the records when asked for, else None
+    """
+
+    model: ModelConfig
+    step: StepSize
+    run: RunConfig
+    steps: np.ndarray
+    ode_time: np.ndarray
+    alignment: np.ndarray
+    informative_mass: np.ndarray
+    max_nuisance_weight: np.ndarray
+    diverged: np.ndarray
+    diverged_step: np.ndarray
+    run_ids: np.ndarray
+    q_final: np.ndarray | None = None
+    q_records: np.ndarray | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+    version: str = ""
+
+    # -------------------------------------------------------------- convenience
+    @property
+    def seed(self) -> int:
+        return self.run.seed
+
+    @property
+    def engine(self) -> str:
+        return self.run.engine
+
+    @property
+    def update(self) -> str:
+        return self.run.update
+
+    @property
+    def robbins_monro(self) -> bool:
+        return self.step.robbins_monro
+
+    @property
+    def final_alignment(self) -> np.ndarray:
+        """(runs,) signed alignment at the last record."""
+        return self.alignment[:, -1]
+
+    @property
+    def q(self) -> np.ndarray:
+        """Final queries. The chain engine has none and raises ``AttributeError``."""
+        if self.q_final is None:
+            raise AttributeError(
+                f"the {self.engine!r} engine does not form the query vector q; use "
+                "engine='projected' (exact in law, O(L + d)) or 'literal' to get q"
+            )
+        return self.q_final
+
+    def summary(self) -> dict[str, float]:
+        """Mean ± sd of final |ρ|, fraction at +ξ, mean final informative mass, diverged."""
+        ok = ~self.diverged
+        fin = self.final_alignment[ok]
+        a = np.abs(fin)
+        mass = self.informative_mass[ok, -1]
+        return {
+            "runs": int(self.diverged.size),
+            "diverged": int(self.diverged.sum()),
+            "mean_abs_alignment": float(a.mean()) if a.size else float("nan"),
+            "sd_abs_alignment": float(a.std(ddof=1)) if a.size > 1 else 0.0,
+            "fraction_plus": float((fin > 0).mean()) if fin.size else float("nan"),
+            "mean_informative_mass": float(mass.mean()) if mass.size else float("nan"),
+        }
+
+    # -------------------------------------------------------------- frame
+    def to_frame(self) -> pd.DataFrame:
+        """Tidy frame, one row per (run, record), columns ``FRAME_COLUMNS``."""
+        runs, recs = self.alignment.shape
+        return pd.DataFrame(
+            {
+                "run": np.repeat(self.run_ids.astype(np.int64), recs),
+                "step": np.tile(self.steps.astype(np.int64), runs),
+                "ode_time": np.tile(self.ode_time, runs),
+                "alignment": self.alignment.ravel(),
+                "abs_alignment": np.abs(self.alignment.ravel()),
+                "informative_mass": self.informative_mass.ravel(),
+                "max_nuisance_weight": self.max_nuisance_weight.ravel(),
+                "diverged": np.repeat(self.diverged, recs),
+            }
+        )
+
+    def manifest(self) -> dict[str, Any]:
+        return {
+            "format": "attnsignal.result/1",
+            "version": self.version,
+            "model": self.model.to_dict(),
+            "step": self.step.to_dict(),
+            "run": self.run.to_dict(),
+            "seed": self.run.seed,
+            "engine": self.run.engine,
+            "update": self.run.update,
+            "robbins_monro": self.step.robbins_monro,
+            "schedule": self.step.describe(),
+            "timings": self.timings,
+            "run_ids": [int(r) for r in self.run_ids],
+            "diverged_step": [int(s) for s in self.diverged_step],
+            "has_q_final": self.q_final is not None,
+            "has_q_records": self.q_records is not None,
+        }
+
+    # -------------------------------------------------------------- I/O
+    def save(self, path: str | os.PathLike) -> Path:
+        """Write the result directory atomically (file by file, manifest last)."""
+        path = Path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        frame = self.to_frame()
+        atomic_write(path / "result.parquet", lambda p: frame.to_parquet(p, index=False))
+        for name, arr in (("q_final", self.q_final), ("q_records", self.q_records)):
+            if arr is not None:
+                atomic_write(path / f"{name}.npy", lambda p, a=arr: _save_npy(p, a))
+        text = json.dumps(self.manifest(), indent=2, sort_keys=True)
+        atomic_write(path / "manifest.json", lambda p: Path(p).write_text(text + "\n"))
+        return path
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> "Result":
+        """Read a directory written by :meth:`save`; the round trip is exact."""
+        path = Path(path)
+        mpath = path / "manifest.json"
+        if not mpath.exists():
+            raise FileNotFoundError(f"{path}: no manifest.json — not a complete result directory")
+        man = json.loads(mpath.read_text())
+        frame = pd.read_parquet(path / "result.parquet")
+        run_ids = np.asarray(man["run_ids"], dtype=np.int64)
+        frame = frame.sort_values(["run", "step"], kind="stable")
+        steps = np.unique(frame["step"].to_numpy())
+        runs, recs = run_ids.size, steps.size
+
+        def grid(col: str) -> np.ndarray:
+            return frame[col].to_numpy().reshape(runs, recs)
+
+        order = np.argsort(np.argsort(run_ids))  # frame is sorted by run id
+        def arr(col: str) -> np.ndarray:
+            return grid(col)[order]
+
+        return cls(
+            model=ModelConfig.from_dict(man["model"]),
+            step=StepSize.from_dict(man["step"]),
+            run=RunConfig.from_dict(man["run"]),
+            steps=steps.astype(np.int64),
+            ode_time=grid("ode_time")[0].copy(),
+            alignment=arr("alignment"),
+            informative_mass=arr("informative_mass"),
+            max_nuisance_weight=arr("max_nuisance_weight"),
+            diverged=arr("diverged")[:, 0].astype(bool),
+            diverged_step=np.asarray(man["diverged_step"], dtype=np.int64),
+            run_ids=run_ids,
+            q_final=np.load(path / "q_final.npy") if man.get("has_q_final") else None,
+            q_records=np.load(path / "q_records.npy") if man.get("has_q_records") else None,
+            timings=dict(man.get("timings", {})),
+            version=man.get("version", ""),
+        )
+
+
+def _save_npy(p: str, a: np.ndarray) -> None:
+    with open(p, "wb") as fh:
+        np.save(fh, a)
