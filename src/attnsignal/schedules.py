@@ -28,45 +28,51 @@ def ode_time(step: StepSize, ks: np.ndarray | list[int]) -> np.ndarray:
     if ks.size == 0:
         return np.zeros(0)
     kmax = int(ks.max())
-    cum = np.concatenate([[0.0], np.cumsum(step_sizes(step, np.arange(kmax)))])
+    with np.errstate(over="ignore"):
+        cum = np.concatenate([[0.0], np.cumsum(step_sizes(step, np.arange(kmax)))])
     return cum[ks]
 
 
-def step_at_time(step: StepSize, t: np.ndarray | float, k_max: int = 10**9) -> np.ndarray:
-    """Smallest step index ``k`` with ``t_k >= t`` (inverse of :func:`ode_time`).
+def step_at_time(step: StepSize, t: np.ndarray | float, k_max: int = 10**12) -> np.ndarray:
+    """Smallest step index ``k`` with ``t_k >= t`` (inverse of :func:`ode_time`), comparing
+    with a relative tolerance of 1e-12 so that ``step_at_time(ode_time(k)) == k``.
 
-    Uses the closed-form integral ``∫_0^k η(x) dx`` as a bracket, then refines by exact
-    partial sums near the answer. Returns ``k_max + 1`` where ``t`` is not reached by ``k_max``.
+    Exact partial sums up to ``k = 200 000``, beyond that the Euler–Maclaurin form of
+    ``Σ_{j<k} η_j`` (error far below the tolerance) and bisection. Returns ``k_max + 1`` where
+    ``t`` is not reached by ``k_max`` (e.g. a summable schedule, ``power > 1``).
     """
     t_arr = np.atleast_1d(np.asarray(t, dtype=np.float64))
-    out = np.empty(t_arr.shape, dtype=np.int64)
-    for i, ti in enumerate(t_arr):
-        if ti <= 0:
-            out[i] = 0
-            continue
-        lo, hi = 0, 1
+    target = t_arr * (1 - 1e-12)
+    cum = ode_time(step, np.arange(_EXACT + 1))
+    out = np.searchsorted(cum, target, side="left").astype(np.int64)
+    for i in np.flatnonzero(out > _EXACT):
+        ti = target[i]
+        lo, hi = _EXACT, 2 * _EXACT
         while _partial_sum(step, hi) < ti:
             lo, hi = hi, hi * 2
             if hi > k_max:
-                hi = k_max
-                if _partial_sum(step, hi) < ti:
-                    out[i] = k_max + 1
-                    break
-        else:
-            while hi - lo > 1:
-                mid = (lo + hi) // 2
-                if _partial_sum(step, mid) >= ti:
-                    hi = mid
-                else:
-                    lo = mid
-            out[i] = hi
+                break
+        if hi > k_max and _partial_sum(step, k_max) < ti:
+            out[i] = k_max + 1
+            continue
+        hi = min(hi, k_max)
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if _partial_sum(step, mid) >= ti:
+                hi = mid
+            else:
+                lo = mid
+        out[i] = hi
     return out if np.ndim(t) else out[0]
+
+
+_EXACT = 200_000
 
 
 def _partial_sum(step: StepSize, k: int) -> float:
     """``t_k = Σ_{j<k} η_j``: exact for small k, Euler–Maclaurin for large k."""
-    if k <= 200_000:
-        return float(np.sum(step_sizes(step, np.arange(k))))
+    if k <= _EXACT:
+        return float(ode_time(step, [k])[0])
     head = float(np.sum(step_sizes(step, np.arange(1000))))
     a, b = 1000.0, float(k)
     f = lambda x: step.eta0 * (1 + x / step.k0) ** (-step.power)  # noqa: E731

@@ -1,0 +1,127 @@
+"""Result frame, save/load round trip, atomic writes, the CLI end to end."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import attnsignal as asg
+from attnsignal.cli import main
+from attnsignal.results import FRAME_COLUMNS, atomic_write
+
+
+@pytest.fixture(scope="module")
+def result():
+    model = asg.ModelConfig(d=6, n_informative=2, n_nuisance=4, theta=1.0, beta=1.2)
+    step = asg.StepSize(0.1, k0=50, power=0.6)
+    return asg.simulate(model, step, steps=40, runs=4, batch=2, record_every=7,
+                        initial_alignment=0.1, seed=3, record_q=True)
+
+
+def test_frame_is_tidy(result):
+    f = result.to_frame()
+    assert list(f.columns) == FRAME_COLUMNS
+    assert len(f) == 4 * len(result.steps)
+    assert f.groupby("run").size().tolist() == [len(result.steps)] * 4
+    np.testing.assert_array_equal(f["abs_alignment"], np.abs(f["alignment"]))
+    np.testing.assert_array_equal(
+        f.pivot(index="run", columns="step", values="alignment").to_numpy(), result.alignment
+    )
+
+
+def test_save_load_round_trips_exactly(result, tmp_path):
+    result.save(tmp_path / "r")
+    back = asg.Result.load(tmp_path / "r")
+    pd.testing.assert_frame_equal(back.to_frame(), result.to_frame(), check_exact=True)
+    for name in ("alignment", "informative_mass", "max_nuisance_weight", "ode_time", "steps",
+                 "q_final", "q_records", "diverged", "diverged_step", "run_ids"):
+        np.testing.assert_array_equal(getattr(back, name), getattr(result, name), err_msg=name)
+    assert back.model == result.model and back.step == result.step and back.run == result.run
+    man = json.loads((tmp_path / "r" / "manifest.json").read_text())
+    assert man["seed"] == 3 and man["engine"] == "literal" and man["update"] == "projected"
+    assert man["version"] == asg.__version__ and man["robbins_monro"] is True
+    assert man["timings"]["total_s"] > 0
+    assert not list((tmp_path / "r").glob("*.tmp"))
+
+
+def test_load_refuses_a_directory_without_manifest(tmp_path):
+    (tmp_path / "half").mkdir()
+    with pytest.raises(FileNotFoundError, match="no manifest.json"):
+        asg.Result.load(tmp_path / "half")
+
+
+def test_atomic_write_leaves_nothing_behind_on_failure(tmp_path):
+    target = tmp_path / "x.txt"
+    target.write_text("old")
+
+    def boom(p):
+        open(p, "w").write("partial")
+        raise RuntimeError("interrupted")
+
+    with pytest.raises(RuntimeError):
+        atomic_write(target, boom)
+    assert target.read_text() == "old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x.txt"]
+
+
+def test_chain_engine_has_no_query_vector(result):
+    assert result.q.shape == (4, 6)
+    r = asg.Result(**{**result.__dict__, "q_final": None, "run": result.run.replace(engine="chain")})
+    with pytest.raises(AttributeError, match="does not form the query vector"):
+        r.q
+
+
+def test_cli_run_end_to_end(tmp_path, capsys):
+    out = tmp_path / "run"
+    rc = main(["run", "--d", "8", "--n-informative", "3", "--n-nuisance", "6", "--theta", "1.5",
+               "--eta0", "0.05", "--k0", "100", "--power", "0.7", "--steps", "300", "--runs", "5",
+               "--seed", "4", "--record-every", "30", "--out", str(out), "--quiet"])
+    assert rc == 0
+    text = capsys.readouterr().out
+    assert "final |ρ|" in text and "at +ξ" in text
+    for name in ("result.parquet", "manifest.json", "alignment.png", "alignment.pdf"):
+        assert (out / name).stat().st_size > 0
+    r = asg.Result.load(out)
+    assert r.alignment.shape == (5, 11)
+    # the same call from Python gives the same numbers
+    py = asg.simulate(asg.ModelConfig(d=8, n_informative=3, n_nuisance=6, theta=1.5),
+                      asg.StepSize(0.05, k0=100, power=0.7), steps=300, runs=5, seed=4,
+                      record_every=30)
+    np.testing.assert_array_equal(r.alignment, py.alignment)
+
+
+def test_cli_config_file_and_flag_override(tmp_path):
+    cfg = tmp_path / "c.toml"
+    cfg.write_text("[model]\nd = 6\nn_informative = 2\nn_nuisance = 3\ntheta = 1.0\n"
+                   "[step]\neta0 = 0.05\n[run]\nsteps = 20\nruns = 2\nseed = 9\n")
+    out = tmp_path / "o"
+    assert main(["run", "--config", str(cfg), "--runs", "3", "--out", str(out), "--quiet",
+                 "--no-plot"]) == 0
+    r = asg.Result.load(out)
+    assert r.model.d == 6 and r.run.runs == 3 and r.run.seed == 9 and r.step.eta0 == 0.05
+
+
+def test_cli_help_explains_every_option():
+    res = subprocess.run([sys.executable, "-m", "attnsignal", "run", "--help"],
+                         capture_output=True, text=True, env={"COLUMNS": "200", "PATH": ""})
+    assert res.returncode == 0
+    for flag in ("--d", "--n-informative", "--n-nuisance", "--theta", "--beta", "--noise-std",
+                 "--signal-sign", "--eta0", "--k0", "--power", "--steps", "--runs", "--batch",
+                 "--engine", "--update", "--seed", "--record-every", "--initial-alignment",
+                 "--config", "--out"):
+        assert flag in res.stdout, flag
+    top = subprocess.run([sys.executable, "-m", "attnsignal", "--help"], capture_output=True,
+                         text=True)
+    assert top.returncode == 0 and "run" in top.stdout
+
+
+def test_bad_input_from_a_subprocess_has_no_traceback(tmp_path):
+    res = subprocess.run([sys.executable, "-m", "attnsignal", "run", "--theta", "-2", "--out",
+                          str(tmp_path / "x")], capture_output=True, text=True)
+    assert res.returncode == 2
+    assert res.stderr.strip().splitlines() == [
+        "attnsignal: error: theta: must be a finite number >= 0; got -2"
+    ]

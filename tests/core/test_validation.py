@@ -1,0 +1,121 @@
+"""Every rejected input, through Python and through the command line."""
+
+import math
+
+import numpy as np
+import pytest
+
+import attnsignal as asg
+from attnsignal.cli import main
+
+GOOD_MODEL = dict(d=5, n_informative=2, n_nuisance=3, theta=1.0)
+GOOD_STEP = dict(eta0=0.1, k0=10.0, power=0.75)
+
+MODEL_BAD = [
+    ("d", 1), ("d", 2.5), ("d", "7"), ("n_informative", 0), ("n_informative", 1.5),
+    ("n_nuisance", -1), ("n_nuisance", 2.0 + 0.5), ("theta", -0.1), ("theta", math.inf),
+    ("theta", math.nan), ("beta", 0.0), ("beta", -1.0), ("noise_std", 0.0),
+    ("signal_sign", "sometimes"),
+]
+STEP_BAD = [("eta0", 0.0), ("eta0", -1.0), ("k0", 0.0), ("power", -0.5), ("eta0", math.nan)]
+RUN_BAD = [
+    ("steps", 0), ("runs", 0), ("batch", 0), ("record_every", 0), ("initial_alignment", 1.5),
+    ("initial_alignment", -1.01), ("engine", "magic"), ("update", "sideways"), ("steps", 2.5),
+]
+
+
+@pytest.mark.parametrize("field,value", MODEL_BAD)
+def test_model_config_rejects(field, value):
+    with pytest.raises(asg.ConfigError) as exc:
+        asg.ModelConfig(**{**GOOD_MODEL, field: value})
+    msg = str(exc.value)
+    assert msg.startswith(f"{field}: ") and "got" in msg and "\n" not in msg
+    assert isinstance(exc.value, ValueError)
+
+
+@pytest.mark.parametrize("field,value", STEP_BAD)
+def test_step_size_rejects(field, value):
+    with pytest.raises(asg.ConfigError, match=rf"^{field}: .*got"):
+        asg.StepSize(**{**GOOD_STEP, field: value})
+
+
+@pytest.mark.parametrize("field,value", RUN_BAD)
+def test_simulate_rejects(field, value):
+    kw = dict(steps=2, runs=1)
+    kw[field] = value
+    with pytest.raises(asg.ConfigError, match=rf"^{field}: .*got"):
+        asg.simulate(asg.ModelConfig(**GOOD_MODEL), asg.StepSize(**GOOD_STEP), **kw)
+
+
+def test_valid_configs_are_frozen_and_canonical():
+    m = asg.ModelConfig(d=np.int64(5), n_informative=2, n_nuisance=3, theta=1)
+    assert type(m.d) is int and type(m.theta) is float
+    assert m == asg.ModelConfig(**GOOD_MODEL)
+    with pytest.raises(Exception):
+        m.d = 3  # type: ignore[misc]
+    with pytest.raises(asg.ConfigError, match="model.bogus: unknown key"):
+        asg.ModelConfig.from_dict({**GOOD_MODEL, "bogus": 1})
+
+
+def test_non_robbins_monro_schedules_are_allowed_but_flagged(tmp_path):
+    model = asg.ModelConfig(**GOOD_MODEL)
+    for power in (0.0, 0.5, 1.5):
+        step = asg.StepSize(0.05, power=power)
+        assert not step.robbins_monro
+        with pytest.warns(asg.NotRobbinsMonroWarning):
+            r = asg.simulate(model, step, steps=2)
+        assert r.manifest()["robbins_monro"] is False
+    assert asg.StepSize(0.05, power=0.0).describe().endswith("constant step (not Robbins–Monro)")
+    for power in (0.51, 0.75, 1.0):
+        assert asg.StepSize(0.05, power=power).robbins_monro
+
+
+CLI_BAD = [
+    (["--d", "1"], "d: must be an integer >= 2; got 1"),
+    (["--d", "2.5"], "d: must be an integer >= 2; got 2.5"),
+    (["--n-informative", "0"], "n_informative: must be an integer >= 1; got 0"),
+    (["--n-nuisance", "-3"], "n_nuisance: must be an integer >= 0; got -3"),
+    (["--theta", "-1"], "theta: must be a finite number >= 0; got -1"),
+    (["--theta", "nan"], "theta: must be a finite number >= 0; got nan"),
+    (["--beta", "0"], "beta: must be a finite number > 0; got 0"),
+    (["--noise-std", "-2"], "noise_std: must be a finite number > 0; got -2"),
+    (["--eta0", "0"], "eta0: must be a finite number > 0; got 0"),
+    (["--k0", "-1"], "k0: must be a finite number > 0; got -1"),
+    (["--power", "-1"], "power: must be a finite number >= 0; got -1"),
+    (["--steps", "0"], "steps: must be an integer >= 1; got 0"),
+    (["--runs", "0"], "runs: must be an integer >= 1; got 0"),
+    (["--batch", "0"], "batch: must be an integer >= 1; got 0"),
+    (["--record-every", "0"], "record_every: must be an integer >= 1 (or None); got 0"),
+    (["--initial-alignment", "2"], "initial_alignment: must be a number in [-1, 1] (or None); got 2"),
+    (["--engine", "warp"], "engine: must be one of 'literal', 'projected', 'chain'; got 'warp'"),
+    (["--update", "x"], "update: must be one of 'projected', 'riemannian'; got 'x'"),
+    (["--signal-sign", "x"], "signal_sign: must be one of 'fixed', 'random'; got 'x'"),
+    (["--no-such-flag", "1"], "No such option: --no-such-flag"),
+]
+
+
+@pytest.mark.parametrize("args,expected", CLI_BAD)
+def test_cli_rejects_bad_input_with_one_line_and_status_2(args, expected, tmp_path, capsys):
+    out = tmp_path / "out"
+    rc = main(["run", *args, "--steps", "1", "--out", str(out)] if "--steps" not in args
+              else ["run", *args, "--out", str(out)])
+    err = capsys.readouterr().err
+    assert rc == 2
+    lines = [l for l in err.splitlines() if l.strip()]
+    assert len(lines) == 1, err
+    assert expected in lines[0]
+    assert "Traceback" not in err
+    assert not out.exists()
+
+
+def test_cli_rejects_bad_config_file(tmp_path, capsys):
+    cfg = tmp_path / "c.toml"
+    cfg.write_text("[model]\nd = 10\nthetta = 1.0\n")
+    assert main(["run", "--config", str(cfg), "--out", str(tmp_path / "o")]) == 2
+    assert "model.thetta: unknown key" in capsys.readouterr().err
+    cfg.write_text("[model]\nd = 1\n")
+    assert main(["run", "--config", str(cfg), "--out", str(tmp_path / "o")]) == 2
+    assert "d: must be an integer >= 2; got 1" in capsys.readouterr().err
+    cfg.write_text("[model\n")
+    assert main(["run", "--config", str(cfg)]) == 2
+    assert "config: not valid TOML" in capsys.readouterr().err
