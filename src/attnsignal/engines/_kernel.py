@@ -1,0 +1,823 @@
+"""Compiled core of the exact engines: random streams, the shared reduced-coordinate kernel,
+and the two parallel drivers (the chain, DESIGN §2.1, and the projected engine, §2.2).
+
+Everything compiled lives in this one file on purpose: numba's on-disk cache (``cache=True``)
+is invalidated by the modification time of the file that defines a function, not of the
+files it calls, so keeping every jitted function here means an edit anywhere in the compiled
+code can never be served a stale cache.
+
+Reduced coordinates (σ = 1; the engines standardise ``(θ, σ, β, η) → (θ/σ, 1, βσ, σ²η)``)
+-------------------------------------------------------------------------------------------
+For a unit ``q`` with ``ρ = <q, ξ>`` and ``s = √(1 − ρ²)``, ``ξ = ρ q + s e``. A token is
+``x_i = s_i q + h_i e + w_i`` with ``s_i = εθρ 1_i + a_i``, ``h_i = εθs 1_i + b_i`` and ``w_i``
+standard Gaussian on the ``D = d − 2`` dimensional complement. With ``α = softmax(β s)``,
+``n = ||α||``, ``α̂ = α/n`` and ``γ⃗ = W^T α̂ ~ N(0, I_D)`` (``γ = ||γ⃗||``), one has exactly
+``(w_i·ω)_i = n(γ² α̂ + γ Pζ)`` with ``ζ ~ N(0, I_L)`` independent of ``γ⃗`` and
+``P = I − α̂α̂^T``. :func:`reduced_sample` draws ``a, b, ζ`` and, given ``γ²``, returns
+``g_q = q·g``, ``g_e = e·g``, ``v_a``, ``ζ·v_⊥``, ``||v_⊥||²`` (with ``g = 2β Σ v_i x_i``,
+``v = α ∘ (c − F)``), the informative mass and the largest nuisance weight. The complement
+part of the gradient is ``u = 2β W^T v``, ``W^T v = (v_a γ + ζ·v_⊥) γ̂ + ||v_⊥|| ν̂ √χ'``,
+``χ' ~ χ²_{D−1}``, ``ν̂`` uniform on the complement sphere orthogonal to ``γ̂``. The chain uses
+only ``||u||`` (and the Bartlett decomposition of Wishart(``D``, ``I_B``) for the angles between
+the ``B`` minibatch directions); the projected engine realises ``γ⃗`` and ``ν`` in ``R^d``.
+
+Random numbers: why this design
+-------------------------------
+The cost of an exact engine is dominated by the ``3 L`` normal variates a sample consumes, so
+the generator must be (i) fast — well under numpy's ``Generator.standard_normal`` — (ii)
+callable from compiled code inside ``prange`` without locks or shared state, and (iii)
+reproducible per run whatever the number of runs, the thread count, and how the steps are
+split into ``advance`` calls. The scheme:
+
+* **Philox4x64-10** (Salmon et al., SC'11; the counter-based generator numpy ships as
+  ``numpy.random.Philox``, and we test bit-equality with it) maps ``(run key, update k)`` to
+  256 bits. The 128-bit key comes from the run's ``SeedSequence``; the counter is
+  ``(k, 1, 0, 0)``. Update ``k`` of run ``r`` therefore has its own stream, a pure function
+  of ``(seed_r, k)`` — no sequential state to carry, no dependence on block boundaries.
+* Those 256 bits seed **xoshiro256++** (Blackman & Vigna 2019; passes BigCrush, ~1 ns per
+  64-bit word, 2^256 − 1 period so the streams of different ``(r, k)`` cannot overlap in
+  practice), which produces the update's variates sequentially. Hashing only once per update
+  keeps the counter-based guarantees at the cost of ~50 ns per update, instead of ~4 ns per
+  word for Philox alone.
+* **Normals: 256-layer ziggurat** (Marsaglia & Tsang 2000) in numpy's 52-bit form, with
+  independent bits for the layer index, the sign and the mantissa (avoiding the correlation
+  Doornik (2005) found in the original) and Marsaglia's exact tail sampler. Exact in law up
+  to rounding; 99 % of draws cost one word, a table look-up and a multiply.
+* **χ²_k**: ``k = 0`` → 0, ``k = 1`` → ``Z²``, otherwise ``2 Gamma(k/2)`` by Marsaglia–Tsang
+  (2000), exact for every shape, with ``log1p`` in the acceptance test so that shapes of
+  ``5·10^8`` (``d = 10^9``) stay accurate. Fair signs use the top bit of a word.
+
+Draw order within the stream of one update (it defines the bit-level output, not the law):
+chain, per sample: sign (random-sign variant), ``γ² ~ χ²_D``, ``a`` (L), ``b`` (L), ``ζ`` (L),
+``χ' ~ χ²_{D−1}``; then, for ``B > 1``, the Bartlett factor (or the ``B`` directions, or for
+``B > 64`` the ``B − 1`` pairs ``(z, χ²_{D−1})`` of the sequential form).
+Projected, per sample: sign, ``z`` (d), ``a``, ``b``, ``ζ``, ``z'`` (d).
+
+``exp``: the softmax uses :func:`fast_exp` (within 1 ulp of libm, vectorisable); libm's scalar
+``exp`` call was a quarter of the kernel time.
+
+Compilation: ``@njit(cache=True, error_model="numpy")`` (IEEE semantics: a division by zero
+gives inf/NaN, which the divergence check then catches) and ``fastmath`` limited to
+``{"nsz", "arcp", "contract", "reassoc"}`` — reassociation lets LLVM vectorise the
+reductions, while ``nnan``/``ninf`` stay off because divergence detection relies on NaN and
+inf propagating. Float64 throughout. The two drivers are ``parallel=True`` with ``prange``
+over runs (each run's steps run inside one compiled call); everything else is serial and is
+inlined by LLVM.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import numba
+import numpy as np
+from llvmlite import ir
+from numba import njit, prange, types
+from numba.extending import intrinsic
+
+# Threading layer: numba would pick GNU OpenMP when TBB is absent, and a process that has run
+# an OpenMP region cannot fork() (multiprocessing's default on Linux: the children abort).
+# Unless the user chose a layer (NUMBA_THREADING_LAYER), ask for a fork-safe one (TBB, or
+# numba's workqueue). Concurrent launches from several Python threads, which workqueue does
+# not support, are serialised by ``_kernel_common.kernel_lock``. This must run before the
+# first parallel launch in the process; afterwards it has no effect.
+if "NUMBA_THREADING_LAYER" not in os.environ and numba.config.THREADING_LAYER == "default":
+    numba.config.THREADING_LAYER = "forksafe"
+
+_FASTMATH = {"nsz", "arcp", "contract", "reassoc"}
+_jit = njit(cache=True, error_model="numpy", fastmath=_FASTMATH, nogil=True)
+_pjit = njit(cache=True, error_model="numpy", fastmath=_FASTMATH, parallel=True, nogil=True)
+
+_U = np.uint64
+_M32 = _U(0xFFFFFFFF)
+_S32 = _U(32)
+_S11 = _U(11)
+_S9 = _U(9)
+_S17 = _U(17)
+_S63 = _U(63)
+_FF = _U(0xFF)
+_BIT8 = _U(0x100)
+_MANT = _U(0x000FFFFFFFFFFFFF)
+_ONE = _U(1)
+_ZERO = _U(0)
+_PH_M0 = _U(0xD2E7470EE14C6C93)
+_PH_M1 = _U(0xCA5A826395121157)
+_PH_W0 = _U(0x9E3779B97F4A7C15)
+_PH_W1 = _U(0xBB67AE8584CAA73B)
+_TWO_M53 = 2.0**-53
+ZIGGURAT_R = 3.6541528853610088  # right edge of the base layer of the 256-layer ziggurat
+_ZR = ZIGGURAT_R
+_ZINV_R = 1.0 / ZIGGURAT_R
+
+# Kernel variants, for the power checks of the law tests only (engines' private _VARIANT):
+# EXACT; DROP_COMPLEMENT: the chain drops ||v_⊥||²χ', the projected engine drops ν;
+# WRONG_DIMENSION: a complement of dimension d − 1 (chain: D = d − 1; projected: γ⃗ and ν
+# projected off q only, not off e).
+EXACT, DROP_COMPLEMENT, WRONG_DIMENSION = 0, 1, 2
+
+
+# ============================================================================ random streams
+
+
+@_jit
+def _mulhilo(a, b):
+    lo = a * b
+    a0 = a & _M32
+    a1 = a >> _S32
+    b0 = b & _M32
+    b1 = b >> _S32
+    p00 = a0 * b0
+    p01 = a0 * b1
+    p10 = a1 * b0
+    p11 = a1 * b1
+    mid = (p00 >> _S32) + (p01 & _M32) + (p10 & _M32)
+    hi = p11 + (p01 >> _S32) + (p10 >> _S32) + (mid >> _S32)
+    return hi, lo
+
+
+@_jit
+def philox4x64(c0, c1, c2, c3, k0, k1):
+    """Philox4x64-10 of counter ``(c0..c3)`` under key ``(k0, k1)`` (Random123 / numpy)."""
+    for i in range(10):
+        if i > 0:
+            k0 = k0 + _PH_W0
+            k1 = k1 + _PH_W1
+        hi0, lo0 = _mulhilo(_PH_M0, c0)
+        hi1, lo1 = _mulhilo(_PH_M1, c2)
+        c0, c1, c2, c3 = hi1 ^ c1 ^ k0, lo1, hi0 ^ c3 ^ k1, lo0
+    return c0, c1, c2, c3
+
+
+@_jit
+def seed_stream(st, k0, k1, step):
+    """xoshiro256++ state ``st`` (uint64[4]) for update ``step`` of the run with key (k0, k1)."""
+    a, b, c, d = philox4x64(_U(step), _ONE, _ZERO, _ZERO, k0, k1)
+    if (a | b | c | d) == _ZERO:  # pragma: no cover - probability 2^-256
+        a = _ONE
+    st[0] = a
+    st[1] = b
+    st[2] = c
+    st[3] = d
+
+
+@_jit
+def _rotl(x, k):
+    return (x << _U(k)) | (x >> _U(64 - k))
+
+
+@_jit
+def next_u64(st):
+    """xoshiro256++ (Blackman & Vigna)."""
+    s0 = st[0]
+    s1 = st[1]
+    s2 = st[2]
+    s3 = st[3]
+    result = _rotl(s0 + s3, 23) + s0
+    t = s1 << _S17
+    s2 ^= s0
+    s3 ^= s1
+    s1 ^= s2
+    s0 ^= s3
+    s2 ^= t
+    s3 = _rotl(s3, 45)
+    st[0] = s0
+    st[1] = s1
+    st[2] = s2
+    st[3] = s3
+    return result
+
+
+@_jit
+def uniform(st):
+    """Uniform on [0, 1) with 53 random bits."""
+    return np.float64(next_u64(st) >> _S11) * _TWO_M53
+
+
+@_jit
+def fair_sign(st):
+    return -1.0 if (next_u64(st) >> _S63) != _ZERO else 1.0
+
+
+@_jit
+def normal(st, zt):
+    """Standard normal, 256-layer ziggurat (numpy's 52-bit layout); ``zt`` from
+    :func:`._rng.ziggurat_tables`."""
+    while True:
+        r = next_u64(st)
+        idx = r & _FF
+        neg = (r & _BIT8) != _ZERO
+        m = np.float64((r >> _S9) & _MANT)
+        x = m * zt[1, idx]
+        if neg:
+            x = -x
+        if m < zt[0, idx]:
+            return x
+        if idx == _ZERO:
+            # Marsaglia's tail sampler beyond r
+            while True:
+                xx = -_ZINV_R * math.log1p(-uniform(st))
+                yy = -math.log1p(-uniform(st))
+                if yy + yy > xx * xx:
+                    return -(_ZR + xx) if neg else _ZR + xx
+        else:
+            fhi = zt[2, idx - _ONE]
+            flo = zt[2, idx]
+            if (fhi - flo) * uniform(st) + flo < math.exp(-0.5 * x * x):
+                return x
+
+
+@_jit
+def _xo(s0, s1, s2, s3):
+    """One xoshiro256++ step on a state held in registers: (word, new state)."""
+    result = _rotl(s0 + s3, 23) + s0
+    t = s1 << _S17
+    s2 ^= s0
+    s3 ^= s1
+    s1 ^= s2
+    s0 ^= s3
+    s2 ^= t
+    s3 = _rotl(s3, 45)
+    return result, s0, s1, s2, s3
+
+
+@_jit
+def fill_normals(st, zt, out, n):
+    """``out[:n]`` ← ``n`` standard normals (the same ziggurat as :func:`normal`, with the
+    generator state kept in registers for the bulk draws)."""
+    s0 = st[0]
+    s1 = st[1]
+    s2 = st[2]
+    s3 = st[3]
+    i = 0
+    while i < n:
+        r, s0, s1, s2, s3 = _xo(s0, s1, s2, s3)
+        idx = r & _FF
+        neg = (r & _BIT8) != _ZERO
+        m = np.float64((r >> _S9) & _MANT)
+        x = m * zt[1, idx]
+        if neg:
+            x = -x
+        if m < zt[0, idx]:
+            out[i] = x
+            i += 1
+            continue
+        if idx == _ZERO:
+            while True:
+                u1, s0, s1, s2, s3 = _xo(s0, s1, s2, s3)
+                u2, s0, s1, s2, s3 = _xo(s0, s1, s2, s3)
+                xx = -_ZINV_R * math.log1p(-np.float64(u1 >> _S11) * _TWO_M53)
+                yy = -math.log1p(-np.float64(u2 >> _S11) * _TWO_M53)
+                if yy + yy > xx * xx:
+                    out[i] = -(_ZR + xx) if neg else _ZR + xx
+                    i += 1
+                    break
+        else:
+            u1, s0, s1, s2, s3 = _xo(s0, s1, s2, s3)
+            fhi = zt[2, idx - _ONE]
+            flo = zt[2, idx]
+            if (fhi - flo) * (np.float64(u1 >> _S11) * _TWO_M53) + flo < math.exp(-0.5 * x * x):
+                out[i] = x
+                i += 1
+    st[0] = s0
+    st[1] = s1
+    st[2] = s2
+    st[3] = s3
+
+
+@_jit
+def _gamma_ge1(st, zt, a):
+    """Gamma(a, 1) for a >= 1, Marsaglia & Tsang (2000)."""
+    dd = a - 1.0 / 3.0
+    c = 1.0 / math.sqrt(9.0 * dd)
+    while True:
+        x = normal(st, zt)
+        t = c * x
+        if t <= -1.0:
+            continue
+        w = t * (3.0 + t * (3.0 + t))  # (1 + t)^3 − 1, without cancellation
+        u = uniform(st)
+        x2 = x * x
+        if u < 1.0 - 0.0331 * x2 * x2:
+            return dd * (1.0 + w)
+        if math.log(u) < 0.5 * x2 + dd * (math.log1p(w) - w):
+            return dd * (1.0 + w)
+
+
+@_jit
+def gamma(st, zt, a):
+    """Gamma(a, 1), a > 0 (a < 1 via Gamma(a + 1) U^{1/a})."""
+    if a >= 1.0:
+        return _gamma_ge1(st, zt, a)
+    g = _gamma_ge1(st, zt, a + 1.0)
+    return g * math.pow(1.0 - uniform(st), 1.0 / a)
+
+
+@_jit
+def chi2(st, zt, k):
+    """χ²_k for an integer k >= 0."""
+    if k <= 0:
+        return 0.0
+    if k == 1:
+        z = normal(st, zt)
+        return z * z
+    return 2.0 * gamma(st, zt, 0.5 * k)
+
+
+# ============================================================================ shared kernel
+
+
+@intrinsic
+def _bits_to_f64(typingctx, x):
+    """Reinterpret the bits of an int64 as a float64 (no conversion)."""
+    sig = types.float64(types.int64)
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.DoubleType())
+
+    return sig, codegen
+
+
+_LOG2E = 1.4426950408889634
+_LN2_HI = 6.93147180369123816490e-01  # trailing zeros: n * _LN2_HI is exact for |n| < 2^11
+_LN2_LO = 1.90821492927058770002e-10
+_E2, _E3, _E4, _E5, _E6, _E7, _E8, _E9, _E10, _E11, _E12, _E13 = (
+    1.0 / math.factorial(j) for j in range(2, 14)
+)
+
+
+@njit(cache=True, error_model="numpy", fastmath={"contract"}, nogil=True)
+def fast_exp(x):
+    """``e^x`` within 1 ulp of ``math.exp`` for ``−708 <= x < 709``, and 0 below −708
+    (values < 3.3e-308: the softmax weights they give are far below the float64 resolution
+    of any sum they enter). Branch-free apart from selects, so loops calling it vectorise —
+    libm's ``exp`` is an opaque scalar call and was a quarter of the kernel time. Cody–Waite range
+    reduction, ``|r| <= ln2/2``, degree-13 Taylor polynomial (truncation < 1e-17). Compiled
+    without ``reassoc`` so that the range reduction is evaluated as written."""
+    if x < -708.0:
+        return 0.0
+    if not (x < 709.0):
+        return np.inf if x >= 709.0 else x  # +inf / NaN
+    n = math.floor(x * _LOG2E + 0.5)
+    r = (x - n * _LN2_HI) - n * _LN2_LO
+    p = _E13
+    p = p * r + _E12
+    p = p * r + _E11
+    p = p * r + _E10
+    p = p * r + _E9
+    p = p * r + _E8
+    p = p * r + _E7
+    p = p * r + _E6
+    p = p * r + _E5
+    p = p * r + _E4
+    p = p * r + _E3
+    p = p * r + _E2
+    p = p * r + 1.0
+    p = p * r + 1.0
+    return p * _bits_to_f64((np.int64(n) + 1023) << 52)
+
+
+@_jit
+def reduced_sample(st, zt, rho, s, theta, beta, R, L, eps, gamma2, sc, hb, zz, ww):
+    """One sample in reduced coordinates (DESIGN §2, steps 1–6), σ = 1.
+
+    Draws ``a``, then ``b``, then ``ζ`` (each ``N(0, I_L)``) from ``st``.
+    ``gamma2 = γ²`` is supplied by the caller (a χ²_D draw for the chain, ``||γ⃗||²`` of the
+    realised vector for the projected engine); ``eps`` is the signal sign.
+    Scratch arrays ``sc, hb, zz, ww`` have length >= L.
+
+    Returns ``(g_q, g_e, v_a, ζ·v_⊥, ||v_⊥||², mass, max_nuisance_weight)``.
+    """
+    tq = eps * theta * rho
+    te = eps * theta * s
+    fill_normals(st, zt, sc, L)  # a
+    fill_normals(st, zt, hb, L)  # b
+    fill_normals(st, zt, zz, L)  # ζ
+    for i in range(R):
+        sc[i] += tq
+        hb[i] += te
+    smax = -np.inf
+    for i in range(L):
+        if sc[i] > smax:
+            smax = sc[i]
+    # softmax (shifted) and the α-moments
+    Z = 0.0
+    Ss = 0.0
+    Sh = 0.0
+    Sww = 0.0
+    Sz = 0.0
+    for i in range(L):
+        w = fast_exp(beta * (sc[i] - smax))
+        ww[i] = w
+        Z += w
+        Ss += w * sc[i]
+        Sh += w * hb[i]
+        Sww += w * w
+        Sz += w * zz[i]
+    Zm = 0.0
+    for i in range(R):
+        Zm += ww[i]
+    wmax = 0.0
+    for i in range(R, L):
+        if ww[i] > wmax:
+            wmax = ww[i]
+    invZ = 1.0 / Z
+    A = Ss * invZ
+    H = Sh * invZ
+    n2 = Sww * invZ * invZ
+    n = math.sqrt(n2)
+    az = Sz * invZ / n  # α̂·ζ
+    gam = math.sqrt(gamma2)
+    F = A * A + H * H + n2 * gamma2
+    ka = gamma2 - gam * az  # (w_i·ω) = α_i ka + kz ζ_i
+    kz = n * gam
+    Gq = 0.0
+    Ge = 0.0
+    Sva = 0.0
+    Svz = 0.0
+    Svv = 0.0
+    for i in range(L):
+        al = ww[i] * invZ
+        c = sc[i] * A + hb[i] * H + al * ka + kz * zz[i]
+        v = al * (c - F)
+        Gq += v * sc[i]
+        Ge += v * hb[i]
+        Sva += v * al
+        Svz += v * zz[i]
+        Svv += v * v
+    va = Sva / n
+    zvp = Svz - va * az
+    nvp2 = Svv - va * va
+    if nvp2 < 0.0:
+        nvp2 = 0.0
+    two_beta = 2.0 * beta
+    return two_beta * Gq, two_beta * Ge, va, zvp, nvp2, Zm * invZ, wmax * invZ
+
+
+BARTLETT_MAX_B = 64  # above this minibatch size the O(B) sequential form is used
+
+
+@_jit
+def complement_sq_norm(st, zt, r, B, D, T, y):
+    """``||Σ_b r_b û_b||²`` for ``B`` independent uniform directions ``û_b`` on the sphere of
+    ``R^D`` (exact in law; 0 when ``D = 0``).
+
+    ``B <= BARTLETT_MAX_B``: with ``D >= B`` the Bartlett decomposition of
+    Wishart(``D``, ``I_B``) — ``G = T T^T``, ``T_jj² ~ χ²_{D−j}`` (0-based),
+    ``T_jk ~ N(0, 1)`` for ``j > k``, result ``c^T G c``, ``c_j = r_j/√G_jj`` (DESIGN §2.1);
+    with ``D < B`` the ``B`` directions are drawn explicitly. ``B > BARTLETT_MAX_B``: the
+    sequential form, ``O(B)`` time and ``O(1)`` memory — with ``S_j = Σ_{b<=j} r_b û_b``,
+    ``||S_{j+1}||² = ||S_j||² + r_{j+1}² + 2 r_{j+1} ||S_j|| t_j`` where
+    ``t_j = û_{j+1}·S_j/||S_j||`` is independent of the past with the law of one coordinate
+    of a uniform point, ``t = z/√(z² + χ²_{D−1})``.
+    ``T``: (B, B) scratch and ``y``: (>= 2D) scratch, used only when ``B <= BARTLETT_MAX_B``.
+    """
+    if D <= 0:
+        return 0.0
+    if B == 1:
+        return r[0] * r[0]
+    if B > BARTLETT_MAX_B:
+        S2 = r[0] * r[0]
+        for b in range(1, B):
+            z = normal(st, zt)
+            tt = z / math.sqrt(z * z + chi2(st, zt, D - 1))
+            S2 = S2 + r[b] * r[b] + 2.0 * r[b] * math.sqrt(S2) * tt
+            if S2 < 0.0:
+                S2 = 0.0
+        return S2
+    if D >= B:
+        for j in range(B):
+            T[j, j] = math.sqrt(chi2(st, zt, D - j))
+            for k in range(j):
+                T[j, k] = normal(st, zt)
+        # c_j = r_j / sqrt(G_jj), G_jj = Σ_{k<=j} T_jk²; the result is ||T^T c||²
+        for j in range(B):
+            g = 0.0
+            for k in range(j + 1):
+                g += T[j, k] * T[j, k]
+            c = r[j] / math.sqrt(g)
+            for k in range(j + 1):
+                T[j, k] *= c
+        tot = 0.0
+        for k in range(B):
+            col = 0.0
+            for j in range(k, B):
+                col += T[j, k]
+            tot += col * col
+        return tot
+    # 1 <= D < B <= BARTLETT_MAX_B: explicit directions (y[:D] accumulates, y[D:2D] draws)
+    acc = y[:D]
+    acc[:] = 0.0
+    for b in range(B):
+        nrm2 = 0.0
+        for j in range(D):
+            val = normal(st, zt)
+            y[D + j] = val
+            nrm2 += val * val
+        c = r[b] / math.sqrt(nrm2)
+        for j in range(D):
+            acc[j] += c * y[D + j]
+    tot = 0.0
+    for j in range(D):
+        tot += acc[j] * acc[j]
+    return tot
+
+
+@_jit
+def _safe_ratio(num_a, num_b, a, b, c):
+    """``(num_a a + num_b b) / √(a² + b² + c²)`` without overflow (c >= 0)."""
+    m = max(abs(a), abs(b), c)
+    if not (m < np.inf):
+        return np.nan
+    if m == 0.0:
+        return np.nan
+    a /= m
+    b /= m
+    c /= m
+    return (num_a * a + num_b * b) / math.sqrt(a * a + b * b + c * c)
+
+
+# ============================================================================ chain driver
+
+
+@_pjit
+def chain_advance(rho, keys, k_start, etas, active, theta, beta, R, L, D, B, riem, rsign,
+                  variant, zt, mass_out, maxw_out, kdiv_out):
+    """Advance every active run ``len(etas)`` updates of the alignment chain (in place on
+    ``rho``, ``mass_out``, ``maxw_out``, ``kdiv_out``). ``kdiv_out[r]`` is set to the 1-based
+    update count at which run ``r`` became non-finite (its ``rho`` is then NaN)."""
+    nr = rho.shape[0]
+    T_steps = etas.shape[0]
+    Dd = D + 1 if variant == WRONG_DIMENSION else D
+    for r in prange(nr):
+        if active[r]:
+            sc = np.empty(L)
+            hb = np.empty(L)
+            zz = np.empty(L)
+            ww = np.empty(L)
+            st = np.empty(4, dtype=np.uint64)
+            rb = np.empty(B)
+            nb = B if B <= BARTLETT_MAX_B else 1
+            T = np.empty((nb, nb))
+            y = np.empty(2 * nb + 2)
+            x = rho[r]
+            msum = np.nan
+            wsum = np.nan
+            k0 = keys[r, 0]
+            k1 = keys[r, 1]
+            for t in range(T_steps):
+                seed_stream(st, k0, k1, k_start + t)
+                eta = etas[t]
+                s = math.sqrt(max(0.0, (1.0 - x) * (1.0 + x)))
+                Gq = 0.0
+                Ge = 0.0
+                msum = 0.0
+                wsum = 0.0
+                for b in range(B):
+                    eps = fair_sign(st) if rsign else 1.0
+                    g2 = chi2(st, zt, Dd)
+                    gq, ge, va, zvp, nvp2, mass, maxw = reduced_sample(
+                        st, zt, x, s, theta, beta, R, L, eps, g2, sc, hb, zz, ww)
+                    if Dd >= 1:
+                        chp = chi2(st, zt, Dd - 1)
+                        if variant == DROP_COMPLEMENT:
+                            chp = 0.0
+                        lin = va * math.sqrt(g2) + zvp
+                        u2 = lin * lin + nvp2 * chp
+                    else:
+                        u2 = 0.0
+                    rb[b] = 2.0 * beta * math.sqrt(u2) / B
+                    Gq += gq
+                    Ge += ge
+                    msum += mass
+                    wsum += maxw
+                U2 = complement_sq_norm(st, zt, rb, B, Dd, T, y)
+                Gq /= B
+                Ge /= B
+                if riem:
+                    Gq = 0.0
+                xn = _safe_ratio(x, s, 1.0 + eta * Gq, eta * Ge, eta * math.sqrt(U2))
+                if not (abs(xn) < np.inf):
+                    x = np.nan
+                    kdiv_out[r] = k_start + t + 1
+                    msum = np.nan
+                    wsum = np.nan
+                    break
+                if xn > 1.0:
+                    xn = 1.0
+                elif xn < -1.0:
+                    xn = -1.0
+                x = xn
+            rho[r] = x
+            mass_out[r] = msum / B
+            maxw_out[r] = wsum / B
+
+
+# ============================================================================ projected driver
+
+
+@_pjit
+def projected_advance(q, keys, k_start, etas, active, theta, beta, R, L, B, riem, rsign,
+                      variant, zt, mass_out, maxw_out, kdiv_out):
+    """Advance every active run ``len(etas)`` updates of the full-vector engine (in place on
+    the unit queries ``q`` (runs, d), with ``ξ = e_1``). Non-finite runs get ``q = NaN`` and
+    ``kdiv_out`` as in :func:`chain_advance`."""
+    nr, d = q.shape
+    T_steps = etas.shape[0]
+    D = d - 2
+    for r in prange(nr):
+        if active[r]:
+            sc = np.empty(L)
+            hb = np.empty(L)
+            zz = np.empty(L)
+            ww = np.empty(L)
+            st = np.empty(4, dtype=np.uint64)
+            e = np.empty(d)
+            gv = np.empty(d)
+            nv = np.empty(d)
+            U = np.empty(d)
+            x = q[r]
+            msum = np.nan
+            wsum = np.nan
+            k0 = keys[r, 0]
+            k1 = keys[r, 1]
+            ok = True
+            for t in range(T_steps):
+                seed_stream(st, k0, k1, k_start + t)
+                eta = etas[t]
+                rh = x[0]
+                s2 = 0.0
+                for j in range(1, d):
+                    s2 += x[j] * x[j]
+                s = math.sqrt(s2)
+                if s > 0.0:
+                    e[0] = s
+                    cf = -rh / s
+                    for j in range(1, d):
+                        e[j] = cf * x[j]
+                else:
+                    e[:] = 0.0
+                    e[1] = 1.0
+                U[:] = 0.0
+                Gq = 0.0
+                Ge = 0.0
+                msum = 0.0
+                wsum = 0.0
+                for b in range(B):
+                    eps = fair_sign(st) if rsign else 1.0
+                    g2 = 0.0
+                    if D >= 1:
+                        # γ⃗: N(0, I_d) projected off span(q, e)
+                        fill_normals(st, zt, gv, d)
+                        dq = 0.0
+                        de = 0.0
+                        for j in range(d):
+                            dq += gv[j] * x[j]
+                            de += gv[j] * e[j]
+                        if variant == WRONG_DIMENSION:
+                            de = 0.0
+                        for j in range(d):
+                            val = gv[j] - dq * x[j] - de * e[j]
+                            gv[j] = val
+                            g2 += val * val
+                    gq, ge, va, zvp, nvp2, mass, maxw = reduced_sample(
+                        st, zt, rh, s, theta, beta, R, L, eps, g2, sc, hb, zz, ww)
+                    Gq += gq
+                    Ge += ge
+                    msum += mass
+                    wsum += maxw
+                    if D >= 1 and g2 > 0.0:
+                        gam = math.sqrt(g2)
+                        cg = 2.0 * beta * (va + zvp / gam)
+                        for j in range(d):
+                            U[j] += cg * gv[j]
+                        if D >= 2 and variant != DROP_COMPLEMENT:
+                            # ν: ||v_⊥|| N(0, I_d) projected off span(q, e, γ⃗)
+                            fill_normals(st, zt, nv, d)
+                            dq = 0.0
+                            de = 0.0
+                            dg = 0.0
+                            for j in range(d):
+                                dq += nv[j] * x[j]
+                                de += nv[j] * e[j]
+                                dg += nv[j] * gv[j]
+                            if variant == WRONG_DIMENSION:
+                                de = 0.0
+                            dg /= g2
+                            cn = 2.0 * beta * math.sqrt(nvp2)
+                            for j in range(d):
+                                U[j] += cn * (nv[j] - dq * x[j] - de * e[j] - dg * gv[j])
+                cq = 0.0 if riem else eta * Gq / B
+                ce = eta * Ge / B
+                cu = eta / B
+                nn = 0.0
+                for j in range(d):
+                    val = x[j] + cq * x[j] + ce * e[j] + cu * U[j]
+                    nv[j] = val
+                    nn += val * val
+                if not (nn < np.inf) or nn == 0.0:
+                    # overflow: rescale before normalising; NaN stays NaN
+                    mx = 0.0
+                    for j in range(d):
+                        mx = max(mx, abs(nv[j]))
+                    nn = 0.0
+                    if mx < np.inf and mx > 0.0:
+                        for j in range(d):
+                            nv[j] /= mx
+                            nn += nv[j] * nv[j]
+                    else:
+                        nn = np.nan
+                inv = 1.0 / math.sqrt(nn)
+                fin = True
+                for j in range(d):
+                    val = nv[j] * inv
+                    x[j] = val
+                    if not (abs(val) < np.inf):
+                        fin = False
+                if not fin:
+                    x[:] = np.nan
+                    kdiv_out[r] = k_start + t + 1
+                    ok = False
+                    break
+            if ok:
+                mass_out[r] = msum / B
+                maxw_out[r] = wsum / B
+
+
+# ============================================================================ test helpers
+
+
+@_jit
+def draw_normals(k0, k1, step, n, zt):
+    """``n`` normals of the stream of update ``step`` under key ``(k0, k1)`` (tests)."""
+    st = np.empty(4, dtype=np.uint64)
+    seed_stream(st, k0, k1, step)
+    out = np.empty(n)
+    fill_normals(st, zt, out, n)
+    return out
+
+
+@_jit
+def draw_normals_scalar(k0, k1, step, n, zt):
+    """As :func:`draw_normals` through the scalar :func:`normal` (must agree bit for bit)."""
+    st = np.empty(4, dtype=np.uint64)
+    seed_stream(st, k0, k1, step)
+    out = np.empty(n)
+    for i in range(n):
+        out[i] = normal(st, zt)
+    return out
+
+
+@_jit
+def exp_array(x):
+    """:func:`fast_exp` elementwise (tests)."""
+    out = np.empty_like(x)
+    for i in range(x.shape[0]):
+        out[i] = fast_exp(x[i])
+    return out
+
+
+@_jit
+def draw_chi2(k0, k1, step, n, df, zt):
+    st = np.empty(4, dtype=np.uint64)
+    seed_stream(st, k0, k1, step)
+    out = np.empty(n)
+    for i in range(n):
+        out[i] = chi2(st, zt, df)
+    return out
+
+
+@_jit
+def draw_u64(k0, k1, step, n):
+    st = np.empty(4, dtype=np.uint64)
+    seed_stream(st, k0, k1, step)
+    out = np.empty(n, dtype=np.uint64)
+    for i in range(n):
+        out[i] = next_u64(st)
+    return out
+
+
+@_jit
+def philox_block(c0, c1, c2, c3, k0, k1):
+    a, b, c, d = philox4x64(c0, c1, c2, c3, k0, k1)
+    out = np.empty(4, dtype=np.uint64)
+    out[0] = a
+    out[1] = b
+    out[2] = c
+    out[3] = d
+    return out
+
+
+@_jit
+def complement_sq_norms(k0, k1, n, r, D, zt):
+    """``n`` draws of :func:`complement_sq_norm` for fixed lengths ``r`` (tests)."""
+    st = np.empty(4, dtype=np.uint64)
+    B = r.shape[0]
+    nb = B if B <= BARTLETT_MAX_B else 1
+    T = np.empty((nb, nb))
+    y = np.empty(2 * nb + 2)
+    out = np.empty(n)
+    for i in range(n):
+        seed_stream(st, k0, k1, i)
+        out[i] = complement_sq_norm(st, zt, r, B, D, T, y)
+    return out

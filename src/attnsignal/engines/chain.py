@@ -1,0 +1,79 @@
+"""The alignment Markov chain (DESIGN §2.1): exact in law for ``ρ``, ``O(B L)`` per update.
+
+By the rotation symmetry about ``ξ`` the law of ``ρ_{k+1}`` given ``q_k`` depends on ``ρ_k``
+only, so the chain simulates ``ρ`` directly. Per sample it draws ``a, b, ζ ~ N(0, I_L)``,
+``γ² ~ χ²_D`` and ``χ' ~ χ²_{D−1}`` (``D = d − 2``), and evaluates the shared reduced kernel
+(:func:`._kernel.reduced_sample`), which returns ``g_q``, ``g_e`` and the scalars giving the
+complement norm ``||u||² = 4β² [(v_a γ + ζ·v_⊥)² + ||v_⊥||² χ']``. With ``B`` samples the
+complement directions are independent and uniform, and ``||Σ u_b / B||²`` is obtained from a
+Bartlett draw of Wishart(``D``, ``I_B``) (direct draws of the ``B`` directions when
+``D < B``). Then
+
+    ρ' = [ρ (1 + η ḡ_q) + s η ḡ_e] / √((1 + η ḡ_q)² + (η ḡ_e)² + η² ||ū||²),   s = √(1 − ρ²)
+
+(``ḡ_q = 0`` for the riemannian update). ``d`` enters only as a number of degrees of freedom:
+``d = 10^9`` costs what ``d = 10`` does. ``d = 2`` (no complement) and ``d = 3`` (``χ' = 0``)
+are exact; ``|ρ| = 1`` is exact (``s = 0``, ``e`` any unit vector orthogonal to ``q``).
+
+Per update, the stream of run ``r`` is seeded by ``(key_r, k)``; per sample it gives, in this
+order, the sign (random-sign variant), ``γ²``, ``a``, ``b``, ``ζ``, ``χ'``, and after the ``B``
+samples the Bartlett factor (or the directions).
+
+``noise_std`` is absorbed exactly: ``(θ, σ, β)`` with steps ``η`` is ``(θ/σ, 1, βσ)`` with
+steps ``σ² η``. The state has no query vector (``state.q is None``); ``state.streams`` is the
+``(runs, 2)`` array of per-run Philox keys (see :mod:`._kernel` for the random streams), and
+update ``k`` of run ``r`` uses the stream ``(key_r, k)`` — so a run is bit-identical whatever
+the number of runs beside it and however the steps are split into :func:`advance` calls.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from ..config import ModelConfig, RunConfig
+from . import _kernel_common as _common
+from .base import EngineState, StepStats, initial_rho
+
+__all__ = ["init", "advance"]
+
+# Tests set this to one of _kernel.DROP_COMPLEMENT / WRONG_DIMENSION to check that the law
+# tests have power. Never change it otherwise.
+_VARIANT = 0
+
+
+def init(
+    model: ModelConfig, run: RunConfig, seeds: Sequence[np.random.SeedSequence]
+) -> EngineState:
+    """``ρ0`` per run (the given ``initial_alignment``, or the alignment of a uniform point:
+    ``ρ0² ~ Beta(1/2, (d−1)/2)`` with a fair sign) and the per-run keys."""
+    rho = np.array(
+        [initial_rho(_common.init_generator(s), model.d, run.initial_alignment) for s in seeds],
+        dtype=np.float64,
+    )
+    n = len(seeds)
+    return EngineState(
+        rho=rho,
+        q=None,
+        k=0,
+        diverged=np.zeros(n, dtype=bool),
+        diverged_step=np.full(n, -1, dtype=np.int64),
+        streams=_common.run_keys(seeds),
+    )
+
+
+def advance(
+    model: ModelConfig, run: RunConfig, state: EngineState, etas: np.ndarray
+) -> tuple[EngineState, StepStats]:
+    """``len(etas)`` updates of every non-diverged run (one compiled, parallel call)."""
+    p = _common.prepare(model, run, state, etas)
+    rho = state.rho.copy()
+    mass, maxw, kdiv = _common.stat_buffers(rho.shape[0])
+    if p.etas.size:
+        with _common.kernel_lock:
+            _common.K.chain_advance(
+                rho, p.keys, p.k_start, p.etas, p.active, p.theta, p.beta, p.R, p.L,
+                model.d - 2, p.B, p.riem, p.rsign, int(_VARIANT), p.zt, mass, maxw, kdiv,
+            )
+    return _common.finish(state, rho, None, mass, maxw, kdiv, p)
