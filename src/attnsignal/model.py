@@ -40,13 +40,18 @@ def sample_tokens(
     rng: np.random.Generator,
     size: tuple[int, ...] = (),
     xi: np.ndarray | None = None,
+    out: np.ndarray | None = None,
 ) -> np.ndarray:
     """Draw ``X`` of shape ``size + (L, d)``: ``x_i = ε θ ξ + σ z_i`` for ``i < R`` and
     ``x_i = σ z_i`` otherwise, ``z ~ N(0, I)``. ``ε = +1``, or for ``signal_sign="random"`` a
-    fair sign per sample (one per leading index). Draw order: ``z`` then ``ε``."""
+    fair sign per sample (one per leading index). Draw order: ``z`` then ``ε``.
+    ``out``: a C-contiguous float64 array of that shape to fill instead of allocating."""
     d, R, L = model.d, model.n_informative, model.n_tokens
     xi = latent_direction(d) if xi is None else np.asarray(xi, dtype=np.float64)
-    X = rng.standard_normal(size + (L, d))
+    if out is None:
+        X = rng.standard_normal(size + (L, d))
+    else:
+        X = rng.standard_normal(size + (L, d), out=out)
     if model.noise_std != 1.0:
         X *= model.noise_std
     shift = model.theta * xi
@@ -63,7 +68,7 @@ def attention_weights(X: np.ndarray, q: np.ndarray, beta: float = 1.0) -> np.nda
 
     X : (..., L, d), q : (..., d) broadcastable → α : (..., L), rows sum to 1.
     """
-    scores = beta * np.einsum("...ld,...d->...l", X, q)
+    scores = beta * (X @ q[..., None])[..., 0]
     scores -= scores.max(axis=-1, keepdims=True)
     w = np.exp(scores)
     w /= w.sum(axis=-1, keepdims=True)
@@ -72,7 +77,7 @@ def attention_weights(X: np.ndarray, q: np.ndarray, beta: float = 1.0) -> np.nda
 
 def pool(X: np.ndarray, alpha: np.ndarray) -> np.ndarray:
     """``f = X^T α``: (..., L, d), (..., L) → (..., d)."""
-    return np.einsum("...ld,...l->...d", X, alpha)
+    return (alpha[..., None, :] @ X)[..., 0, :]
 
 
 def sq_norm_and_gradient(
@@ -87,9 +92,9 @@ def sq_norm_and_gradient(
     alpha = attention_weights(X, q, beta)
     f = pool(X, alpha)
     F = np.einsum("...d,...d->...", f, f)
-    c = np.einsum("...ld,...d->...l", X, f)
+    c = (X @ f[..., None])[..., 0]
     v = alpha * (c - F[..., None])
-    g = 2.0 * beta * np.einsum("...ld,...l->...d", X, v)
+    g = 2.0 * beta * (v[..., None, :] @ X)[..., 0, :]
     return F, g, alpha
 
 

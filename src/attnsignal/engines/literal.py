@@ -58,13 +58,16 @@ def advance(
     mass = np.full(q.shape[0], np.nan)
     maxw = np.full(q.shape[0], np.nan)
     chunk = max(1, _CHUNK_ELEMENTS // (B * L * d))
+    buf = np.empty((min(chunk, q.shape[0]), B, L, d))
     k = state.k
     for eta in np.asarray(etas, dtype=np.float64):
         k += 1
         active = np.flatnonzero(~diverged)
         for start in range(0, active.size, chunk):
             idx = active[start : start + chunk]
-            X = np.stack([sample_tokens(model, state.streams[r], (B,), xi) for r in idx])
+            X = buf[: idx.size]
+            for j, r in enumerate(idx):
+                sample_tokens(model, state.streams[r], (B,), xi, out=X[j])
             _, g, alpha = sq_norm_and_gradient(X, q[idx, None, :], model.beta)
             g = g.mean(axis=1)
             if run.update == "riemannian":
