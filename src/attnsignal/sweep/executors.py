@@ -1,0 +1,214 @@
+"""Executors: where sweep tasks run. Each yields ``(task, outcome or exception)`` as tasks
+finish, in completion order; the coordinator records outcomes in the manifest.
+
+``serial``  in this process, one task after the other (debugging, tiny sweeps).
+``local``   a process pool on this machine (``concurrent.futures.ProcessPoolExecutor``,
+            ``forkserver`` start method where available, else ``spawn``), ``workers`` processes
+            (default ``os.cpu_count()``). A worker process that dies breaks the pool; the
+            unfinished tasks are resubmitted to a fresh pool up to ``retries`` times.
+``dask``    a Dask cluster: with ``scheduler`` an address (``tcp://host:8786``) the running
+            scheduler is used via ``distributed.Client(address)``; without, a ``LocalCluster``
+            of ``workers`` processes with one thread each. Tasks are submitted with
+            ``retries``; a task whose worker dies is rescheduled by Dask.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import threading
+import time
+import uuid
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
+from typing import Iterator, Protocol
+
+from ..config import ConfigError
+from .tasks import Task, TaskOutcome, mark_worker_process, run_task
+
+__all__ = ["Executor", "SerialExecutor", "LocalExecutor", "DaskExecutor", "make_executor",
+           "EXECUTORS"]
+
+EXECUTORS = ("local", "dask", "serial")
+
+Finished = tuple[Task, "TaskOutcome | BaseException"]
+
+
+class Executor(Protocol):
+    description: str
+
+    def run(self, tasks: list[Task]) -> Iterator[Finished]: ...
+
+    def close(self) -> None: ...
+
+
+class SerialExecutor:
+    """Run tasks in this process."""
+
+    description = "in this process"
+
+    def run(self, tasks: list[Task]) -> Iterator[Finished]:
+        for t in tasks:
+            try:
+                yield t, run_task(t)
+            except Exception as exc:  # reported with the task's grid point
+                yield t, exc
+
+    def close(self) -> None:
+        pass
+
+
+# ---------------------------------------------------------------------- local pool
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a killed coordinator not yet reaped by its parent is a zombie
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rpartition(")")[2].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def _watch_coordinator(pid: int) -> None:
+    while True:
+        time.sleep(0.5)
+        if not _alive(pid):  # killed: do not finish queued tasks nobody will record
+            os._exit(1)
+
+
+def _init_worker(coordinator: int) -> None:
+    mark_worker_process()
+    threading.Thread(target=_watch_coordinator, args=(coordinator,), daemon=True).start()
+
+
+class LocalExecutor:
+    """A process pool on this machine."""
+
+    def __init__(self, workers: int | None = None, retries: int = 2):
+        self.workers = workers or os.cpu_count() or 1
+        self.retries = retries
+        methods = mp.get_all_start_methods()
+        self.context = mp.get_context("forkserver" if "forkserver" in methods else "spawn")
+        self.description = f"local process pool, {self.workers} worker(s)"
+
+    def _pool(self) -> ProcessPoolExecutor:
+        return ProcessPoolExecutor(max_workers=self.workers, mp_context=self.context,
+                                   initializer=_init_worker, initargs=(os.getpid(),))
+
+    def run(self, tasks: list[Task]) -> Iterator[Finished]:
+        remaining = list(tasks)
+        restarts = 0
+        while remaining:
+            pool = self._pool()
+            finished: set[str] = set()
+            broken: BaseException | None = None
+            try:
+                futures = {pool.submit(run_task, t): t for t in remaining}
+                for fut in as_completed(futures):
+                    t = futures[fut]
+                    try:
+                        res: TaskOutcome | BaseException = fut.result()
+                    except BrokenProcessPool as exc:
+                        broken = exc
+                        continue
+                    except Exception as exc:
+                        res = exc
+                    finished.add(t.key)
+                    yield t, res
+            finally:
+                pool.shutdown(wait=True, cancel_futures=True)
+            remaining = [t for t in remaining if t.key not in finished]
+            if broken is None:
+                break
+            restarts += 1
+            if restarts > self.retries:
+                for t in remaining:
+                    yield t, RuntimeError(f"a worker process died ({broken}); gave up after "
+                                          f"{self.retries} pool restart(s)")
+                break
+
+    def close(self) -> None:
+        pass
+
+
+# ---------------------------------------------------------------------- dask
+
+
+class DaskExecutor:
+    """Tasks on a Dask cluster (an existing scheduler, or a LocalCluster started here).
+
+    Raises ConfigError when ``distributed`` is not installed or the scheduler cannot be
+    reached."""
+
+    def __init__(self, scheduler: str | None = None, workers: int | None = None,
+                 retries: int = 2):
+        try:
+            import distributed
+        except ImportError:
+            raise ConfigError(
+                "executor", "'dask' needs the cluster extra: pip install 'attnsignal[cluster]'",
+                "dask",
+            ) from None
+        self.retries = retries
+        self.cluster = None
+        if scheduler:
+            try:
+                self.client = distributed.Client(scheduler, timeout="20s")
+            except (OSError, TimeoutError) as exc:
+                raise ConfigError("scheduler", f"cannot connect ({exc}); is `dask scheduler` "
+                                  "running there", scheduler) from None
+            n = len(self.client.scheduler_info().get("workers", {}))
+            self.description = f"Dask scheduler {scheduler} ({n} worker(s) now)"
+        else:
+            n = workers or os.cpu_count() or 1
+            self.cluster = distributed.LocalCluster(
+                n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
+            )
+            self.client = distributed.Client(self.cluster)
+            self.description = f"Dask LocalCluster, {n} worker process(es)"
+
+    def run(self, tasks: list[Task]) -> Iterator[Finished]:
+        from distributed import as_completed as dask_completed
+
+        tag = uuid.uuid4().hex[:8]
+        futures = {}
+        for t in tasks:
+            fut = self.client.submit(run_task, t, key=f"attnsignal-sweep-{tag}-{t.key[:16]}",
+                                     pure=False, retries=self.retries)
+            futures[fut.key] = (fut, t)
+        try:
+            for fut, res in dask_completed([f for f, _ in futures.values()], with_results=True,
+                                           raise_errors=False):
+                if fut.status == "error":
+                    res = res[1] if isinstance(res, tuple) and len(res) == 3 else fut.exception()
+                elif fut.status == "cancelled" and not isinstance(res, BaseException):
+                    res = RuntimeError("the task was cancelled by the scheduler")
+                yield futures[fut.key][1], res
+        finally:
+            for fut, _ in futures.values():
+                fut.release()
+
+    def close(self) -> None:
+        try:
+            self.client.close()
+        finally:
+            if self.cluster is not None:
+                self.cluster.close()
+
+
+def make_executor(name: str, *, scheduler: str | None, workers: int | None,
+                  retries: int) -> Executor:
+    """The executor called ``name`` (one of :data:`EXECUTORS`)."""
+    if name == "serial":
+        return SerialExecutor()
+    if name == "local":
+        return LocalExecutor(workers, retries)
+    if name == "dask":
+        return DaskExecutor(scheduler, workers, retries)
+    raise ConfigError("executor", "must be one of " + ", ".join(map(repr, EXECUTORS)), name)

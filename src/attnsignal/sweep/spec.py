@@ -1,0 +1,317 @@
+"""Sweep specifications: a base configuration and a grid of axes, validated up front.
+
+A spec is a TOML file (or the same shape as a dict)::
+
+    [sweep]                 # RunConfig fields: steps, runs, batch, engine, update, seed,
+    seed = 1                #   record_every, initial_alignment
+    runs = 8
+    steps = 200
+    engine = "chain"
+    [model]                 # ModelConfig fields
+    d = 50
+    n_informative = 5
+    n_nuisance = 20
+    theta = 1.0
+    [step]                  # StepSize fields
+    eta0 = 0.05
+    [grid]                  # axes: "section.field" = [values]; the product is swept
+    "model.theta" = [0.5, 1.0]
+    "model.n_nuisance" = [20, 40]
+
+Grid points are the Cartesian product of the axes in the order they are written, the last
+axis varying fastest (``itertools.product``); a point's index is its position in that product
+and is part of its runs' seeds, so it must not change: reordering or editing the axes makes a
+different sweep. A grid axis overrides the value of the same field in its table (the table's
+value must still be valid). Without a ``[grid]`` (or with an empty one) the sweep has one
+point.
+
+Every grid point is validated by building its :class:`ModelConfig`, :class:`StepSize` and
+:class:`RunConfig` before any work starts; the first problem raises one
+:class:`~attnsignal.config.ConfigError` naming the key, e.g.
+``grid.model.theta: must be a finite number >= 0; got -1``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import tomllib
+from dataclasses import MISSING, dataclass, field, fields
+from os import PathLike
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from ..config import ConfigError, ModelConfig, RunConfig, StepSize
+
+__all__ = ["SweepSpec", "GridPoint", "SECTIONS", "TABLES"]
+
+#: The configuration tables of a spec and the class that validates each.
+SECTIONS: dict[str, type] = {"sweep": RunConfig, "model": ModelConfig, "step": StepSize}
+#: Every table a spec may have.
+TABLES = ("sweep", "model", "step", "grid")
+
+_SCALARS = (bool, int, float, str)
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "nothing"
+
+
+_NOTHING = _Missing()
+
+
+def _field_names(cls: type) -> list[str]:
+    return [f.name for f in fields(cls)]  # type: ignore[arg-type]
+
+
+def _required(cls: type) -> list[str]:
+    return [
+        f.name for f in fields(cls)  # type: ignore[arg-type]
+        if f.default is MISSING and f.default_factory is MISSING  # type: ignore[misc]
+    ]
+
+
+def _all_grid_fields() -> list[str]:
+    return [f"{s}.{n}" for s, cls in SECTIONS.items() for n in _field_names(cls)]
+
+
+@dataclass(frozen=True)
+class GridPoint:
+    """One point of a sweep's grid.
+
+    index : position in the product of the axes (part of the runs' seeds)
+    values : ``{axis: value}`` for every grid axis, in axis order (validated, coerced values)
+    model, step, run : the validated configurations of this point
+    """
+
+    index: int
+    values: Mapping[str, Any]
+    model: ModelConfig
+    step: StepSize
+    run: RunConfig
+
+    @property
+    def run_kwargs(self) -> dict[str, Any]:
+        """``RunConfig`` fields as keyword arguments of :func:`attnsignal.simulate`."""
+        return self.run.to_dict()
+
+    def label(self) -> str:
+        """``point 3 (model.theta=0.5, model.n_nuisance=40)``."""
+        vals = ", ".join(f"{k}={v!r}" for k, v in self.values.items())
+        return f"point {self.index}" + (f" ({vals})" if vals else "")
+
+    def describe(self) -> dict[str, Any]:
+        """A JSON-ready description (index, grid values, full configs)."""
+        return {
+            "index": self.index,
+            "values": dict(self.values),
+            "model": self.model.to_dict(),
+            "step": self.step.to_dict(),
+            "run": self.run.to_dict(),
+        }
+
+
+Pairs = tuple[tuple[str, Any], ...]
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    """A validated sweep: base tables and grid axes (immutable).
+
+    Build it with :meth:`from_toml` or :meth:`from_dict`; constructing it validates every
+    grid point. ``sweep``, ``model`` and ``step`` are the base tables as ``(key, value)``
+    pairs; ``grid`` is ``((axis, (value, ...)), ...)``.
+
+    Raises
+    ------
+    ConfigError : an unknown table or key, a bad value (in a table or on a grid axis), an
+        empty or repeating grid axis, a grid key that names no field, a required field given
+        nowhere.
+    """
+
+    sweep: Pairs = ()
+    model: Pairs = ()
+    step: Pairs = ()
+    grid: tuple[tuple[str, tuple[Any, ...]], ...] = ()
+    _points: tuple[GridPoint, ...] = field(default=(), init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        for name in ("sweep", "model", "step"):  # accept mappings; store (key, value) pairs
+            v = getattr(self, name)
+            if isinstance(v, Mapping):
+                object.__setattr__(self, name, tuple((str(k), x) for k, x in v.items()))
+        if isinstance(self.grid, Mapping):
+            object.__setattr__(self, "grid", tuple((str(k), tuple(v) if isinstance(v, list)
+                                                    else v) for k, v in self.grid.items()))
+        object.__setattr__(self, "_points", tuple(_build_points(self)))
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "SweepSpec":
+        """A spec from the TOML shape: ``{"sweep": {...}, "model": {...}, "step": {...},
+        "grid": {"model.theta": [...], ...}}``. ``grid`` may also be nested
+        (``{"model": {"theta": [...]}}``, what TOML makes of an unquoted dotted key).
+
+        Raises ConfigError (see the class)."""
+        if not isinstance(data, Mapping):
+            raise ConfigError("spec", "must be a table with [sweep], [model], [step], [grid]", data)
+        for name, table in data.items():
+            if name not in TABLES:
+                raise ConfigError(
+                    str(name), "unknown table; allowed tables are "
+                    + ", ".join(f"[{t}]" for t in TABLES), table,
+                )
+            if not isinstance(table, Mapping):
+                raise ConfigError(str(name), "must be a table", table)
+        tables: dict[str, Pairs] = {}
+        for sec, klass in SECTIONS.items():
+            known = _field_names(klass)
+            table = data.get(sec, {})
+            for key, value in table.items():
+                if key not in known:
+                    raise ConfigError(
+                        f"{sec}.{key}", "unknown key; allowed keys are " + ", ".join(known), value
+                    )
+            tables[sec] = tuple((str(k), v) for k, v in table.items())
+        axes = []
+        for key, values in _flatten(data.get("grid", {})):
+            axes.append((key, _check_axis(key, values)))
+        return cls(sweep=tables["sweep"], model=tables["model"], step=tables["step"],
+                   grid=tuple(axes))
+
+    @classmethod
+    def from_toml(cls, path: str | PathLike[str]) -> "SweepSpec":
+        """Read and validate a TOML spec.
+
+        Raises ConfigError (``spec: file not found`` / ``spec: must be valid TOML``, or any
+        problem of :meth:`from_dict`)."""
+        p = Path(path)
+        try:
+            with open(p, "rb") as fh:
+                data = tomllib.load(fh)
+        except FileNotFoundError:
+            raise ConfigError("spec", "file not found", str(p)) from None
+        except IsADirectoryError:
+            raise ConfigError("spec", "must be a TOML file, not a directory", str(p)) from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError("spec", f"must be valid TOML ({exc})", str(p)) from None
+        except OSError as exc:
+            raise ConfigError("spec", f"cannot be read ({exc.strerror})", str(p)) from None
+        return cls.from_dict(data)
+
+    # ------------------------------------------------------------------ queries
+    @property
+    def axes(self) -> tuple[str, ...]:
+        """Grid axis names (``"model.theta"``, ...) in spec order."""
+        return tuple(k for k, _ in self.grid)
+
+    @property
+    def n_points(self) -> int:
+        return len(self._points)
+
+    def points(self) -> list[GridPoint]:
+        """Every grid point, in index order."""
+        return list(self._points)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The spec in its TOML shape (base values and grid values as given)."""
+        return {
+            "sweep": dict(self.sweep),
+            "model": dict(self.model),
+            "step": dict(self.step),
+            "grid": {k: list(v) for k, v in self.grid},
+        }
+
+    def identity(self) -> str:
+        """sha256 of what the sweep computes: the axes and every point's full configs. Two
+        specs with the same identity describe the same sweep (``theta = 1`` and ``1.0``,
+        or a default written out, do not change it)."""
+        body = {"axes": list(self.axes), "points": [p.describe() for p in self._points]}
+        text = json.dumps(body, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()
+
+
+# ---------------------------------------------------------------------- helpers
+
+
+def _flatten(grid: Mapping[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+    out: list[tuple[str, Any]] = []
+    for key, value in grid.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            out.extend(_flatten(value, name + "."))
+        else:
+            out.append((name, value))
+    return out
+
+
+def _check_axis(key: str, values: Any) -> tuple[Any, ...]:
+    sec, _, name = key.partition(".")
+    if sec not in SECTIONS or name not in _field_names(SECTIONS[sec]):
+        raise ConfigError(
+            f"grid.{key}", "unknown field; a grid axis is 'section.field' with a field of "
+            "[sweep], [model] or [step]: " + ", ".join(_all_grid_fields()), values,
+        )
+    if not isinstance(values, (list, tuple)) or len(values) == 0:
+        raise ConfigError(f"grid.{key}", "must be a non-empty array of values", values)
+    for v in values:
+        if not isinstance(v, _SCALARS):
+            raise ConfigError(f"grid.{key}", "must be an array of numbers or strings", values)
+    for i, v in enumerate(values):
+        if any(v == w for w in values[:i]):
+            raise ConfigError(f"grid.{key}", "must not repeat a value", list(values))
+    return tuple(values)
+
+
+def _make(sec: str, data: Mapping[str, Any], gridded: Sequence[str]) -> Any:
+    klass = SECTIONS[sec]
+    for name in _required(klass):
+        if name not in data:
+            raise ConfigError(
+                f"{sec}.{name}", f"required; set it in [{sec}] or as a grid axis "
+                f"'{sec}.{name}'", _NOTHING,
+            )
+    try:
+        return klass(**dict(data))
+    except ConfigError as exc:
+        where = f"grid.{sec}." if exc.field in gridded else f"{sec}."
+        raise ConfigError(where + exc.field, exc.allowed, exc.value) from None
+
+
+def _build_points(spec: SweepSpec) -> list[GridPoint]:
+    """Validate the spec and build its points (raises ConfigError)."""
+    seen = set()
+    for key, values in spec.grid:
+        if key in seen:
+            raise ConfigError(f"grid.{key}", "must be given once", list(values))
+        seen.add(key)
+        _check_axis(key, values)
+    base = {"sweep": dict(spec.sweep), "model": dict(spec.model), "step": dict(spec.step)}
+    for sec, table in base.items():
+        known = _field_names(SECTIONS[sec])
+        for key, value in table.items():
+            if key not in known:
+                raise ConfigError(
+                    f"{sec}.{key}", "unknown key; allowed keys are " + ", ".join(known), value
+                )
+    split = [(k.partition(".")[0], k.partition(".")[2], vals) for k, vals in spec.grid]
+    gridded = {sec: [n for s, n, _ in split if s == sec] for sec in SECTIONS}
+    # Base values, even those a grid axis overrides, must be valid on their own: check them
+    # against the first value of each axis that the table does not set.
+    for sec in SECTIONS:
+        fill = {n: vals[0] for s, n, vals in split if s == sec and n not in base[sec]}
+        _make(sec, {**fill, **base[sec]}, [])
+    points = []
+    for index, combo in enumerate(itertools.product(*(vals for _, _, vals in split))):
+        tables = {sec: dict(t) for sec, t in base.items()}
+        for (sec, name, _), v in zip(split, combo):
+            tables[sec][name] = v
+        run = _make("sweep", tables["sweep"], gridded["sweep"])
+        model = _make("model", tables["model"], gridded["model"])
+        step = _make("step", tables["step"], gridded["step"])
+        cfg = {"sweep": run, "model": model, "step": step}
+        values = {f"{s}.{n}": getattr(cfg[s], n) for s, n, _ in split}
+        points.append(GridPoint(index=index, values=values, model=model, step=step, run=run))
+    return points

@@ -1,0 +1,43 @@
+"""Shared constants of the sweep tests (a module, so that test files can import it)."""
+
+from __future__ import annotations
+
+import copy
+
+#: 4 grid points × 4 runs of 30 literal steps: the whole sweep takes ~0.1 s in process.
+TINY = {
+    "sweep": {"seed": 7, "runs": 4, "steps": 30, "engine": "literal", "record_every": 10},
+    "model": {"d": 6, "n_informative": 2, "n_nuisance": 4, "theta": 1.0},
+    "step": {"eta0": 0.1, "k0": 50, "power": 0.7},
+    "grid": {"model.theta": [0.5, 1.0], "model.n_nuisance": [4, 8]},
+}
+
+TINY_TOML = """\
+[sweep]
+seed = 7
+runs = 4
+steps = 30
+engine = "literal"
+record_every = 10
+
+[model]
+d = 6
+n_informative = 2
+n_nuisance = 4
+theta = 1.0
+
+[step]
+eta0 = 0.1
+k0 = 50
+power = 0.7
+
+[grid]
+"model.theta" = [0.5, 1.0]
+"model.n_nuisance" = [4, 8]
+"""
+
+
+def spec_dict(**sweep_changes) -> dict:
+    d = copy.deepcopy(TINY)
+    d["sweep"].update(sweep_changes)
+    return d
