@@ -195,6 +195,40 @@ class Result:
         return path
 
     @classmethod
+    def from_frame(
+        cls, frame: pd.DataFrame, model: ModelConfig, step: StepSize, run: RunConfig,
+        version: str = "",
+    ) -> "Result":
+        """Rebuild a Result from a tidy frame (``FRAME_COLUMNS``; extra columns are ignored),
+        e.g. one grid point of a sweep. Queries are not part of a frame (``q_final=None``)."""
+        frame = frame.sort_values(["run", "step"], kind="stable")
+        run_ids = np.unique(frame["run"].to_numpy())
+        steps = np.unique(frame["step"].to_numpy())
+        runs, recs = run_ids.size, steps.size
+        if len(frame) != runs * recs:
+            raise ValueError(
+                f"frame: must hold every (run, step) pair exactly once; got {len(frame)} rows "
+                f"for {runs} runs × {recs} steps"
+            )
+
+        def grid(col: str) -> np.ndarray:
+            return frame[col].to_numpy().reshape(runs, recs)
+
+        align = grid("alignment")
+        diverged = grid("diverged")[:, 0].astype(bool)
+        dstep = np.full(runs, -1, dtype=np.int64)
+        for i in np.flatnonzero(diverged):
+            bad = np.flatnonzero(~np.isfinite(align[i]))
+            dstep[i] = int(steps[bad[0]]) if bad.size else -1
+        return cls(
+            model=model, step=step, run=run.replace(runs=int(runs)),
+            steps=steps.astype(np.int64), ode_time=grid("ode_time")[0].copy(),
+            alignment=align, informative_mass=grid("informative_mass"),
+            max_nuisance_weight=grid("max_nuisance_weight"), diverged=diverged,
+            diverged_step=dstep, run_ids=run_ids.astype(np.int64), version=version,
+        )
+
+    @classmethod
     def load(cls, path: str | os.PathLike) -> "Result":
         """Read a directory written by :meth:`save`; the round trip is exact."""
         path = Path(path)

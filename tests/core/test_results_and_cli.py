@@ -125,3 +125,12 @@ def test_bad_input_from_a_subprocess_has_no_traceback(tmp_path):
     assert res.stderr.strip().splitlines() == [
         "attnsignal: error: theta: must be a finite number >= 0; got -2"
     ]
+
+
+def test_result_rebuilt_from_its_frame_is_the_same(result):
+    back = asg.Result.from_frame(result.to_frame(), result.model, result.step, result.run)
+    for name in ("alignment", "informative_mass", "max_nuisance_weight", "ode_time", "steps",
+                 "diverged", "run_ids"):
+        np.testing.assert_array_equal(getattr(back, name), getattr(result, name), err_msg=name)
+    with pytest.raises(ValueError, match="every \\(run, step\\) pair exactly once"):
+        asg.Result.from_frame(result.to_frame().iloc[1:], result.model, result.step, result.run)
