@@ -1,0 +1,132 @@
+"""The population objective on the sphere as a function of the alignment: ``Φ(ρ) = J(q)`` for
+unit ``q`` with ``<q, ξ> = ρ`` (DESIGN §3), and ``Φ'(ρ)``.
+
+Three methods (all exact reductions of the same quantity):
+
+``"exact"``       finite ``R, N`` by one-dimensional quadrature (:mod:`.exact`), ~1e-12 relative,
+                  about a millisecond per point whatever ``L``;
+``"mc"``          Monte Carlo over ``a ~ N(0, I_L)`` with pathwise ``Φ'`` and standard errors,
+                  common random numbers across the grid (:mod:`.landscape_mc`);
+``"asymptotic"``  the ``R, N → ∞`` closed form ``Φ∞`` (:mod:`.asymptotic`), error ``O(1/L)``.
+
+Two reductions apply to every method:
+
+* ``σ ≠ 1``: with ``x' = x/σ`` the model ``(θ, σ, β)`` has ``J = σ² J'`` for ``(θ/σ, 1, βσ)``, so
+  ``Φ = σ² Φ_std`` and ``Φ' = σ² Φ_std'`` (``ρ`` is unchanged).
+* random sign (``signal_sign="random"``): a sample with ``ε = −1`` is a sample of the fixed-sign
+  model with latent direction ``−ξ``, whose alignment is ``−ρ``. Hence
+  ``Φ_rand(ρ) = ½[Φ(ρ) + Φ(−ρ)]`` (even) and ``Φ_rand'(ρ) = ½[Φ'(ρ) − Φ'(−ρ)]`` (odd, zero at 0).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..config import ModelConfig
+from ._checks import check_choice, check_int, check_model, check_rho
+from .asymptotic import phi_asymptotic
+from .exact import phi_exact
+from .landscape_mc import phi_mc
+
+__all__ = ["Landscape", "landscape", "METHODS"]
+
+METHODS = ("exact", "mc", "asymptotic")
+
+
+@dataclass(frozen=True, eq=False)
+class Landscape:
+    """``Φ`` and ``Φ'`` on a grid of alignments.
+
+    rho : array (the shape of the input; a scalar gives 0-d arrays)
+    phi, dphi : ``Φ(ρ)``, ``Φ'(ρ)``, same shape
+    phi_stderr, dphi_stderr : Monte-Carlo standard errors (``"mc"`` only, else None)
+    method : "exact" | "mc" | "asymptotic";  model : the ModelConfig;  n_samples : draws (mc)
+    """
+
+    rho: np.ndarray
+    phi: np.ndarray
+    dphi: np.ndarray
+    method: str
+    model: ModelConfig
+    phi_stderr: np.ndarray | None = None
+    dphi_stderr: np.ndarray | None = None
+    n_samples: int | None = None
+
+    @property
+    def field(self) -> np.ndarray:
+        """The ODE vector field ``(1 − ρ²) Φ'(ρ)``."""
+        return (1.0 - self.rho ** 2) * self.dphi
+
+    def to_frame(self) -> pd.DataFrame:
+        """Tidy frame: rho, phi, dphi, field (+ stderr columns for mc), method."""
+        cols: dict[str, Any] = {
+            "rho": np.ravel(self.rho), "phi": np.ravel(self.phi),
+            "dphi": np.ravel(self.dphi), "field": np.ravel(self.field),
+        }
+        if self.phi_stderr is not None:
+            cols["phi_stderr"] = np.ravel(self.phi_stderr)
+            cols["dphi_stderr"] = np.ravel(self.dphi_stderr)
+        df = pd.DataFrame(cols)
+        df["method"] = self.method
+        return df
+
+
+def _standard(model: ModelConfig) -> tuple[int, int, int, float, float, float]:
+    m = model.standardized()
+    return (model.n_informative, model.n_nuisance, model.d, m.theta, m.beta,
+            model.noise_std ** 2)
+
+
+def _deterministic(fn, model: ModelConfig, rho: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    R, N, d, th, be, s2 = _standard(model)
+    phi, dphi = fn(R, N, d, th, be, rho)
+    if model.signal_sign == "random":
+        phm, dphm = fn(R, N, d, th, be, -rho)
+        phi, dphi = 0.5 * (phi + phm), 0.5 * (dphi - dphm)
+    return s2 * phi, s2 * dphi
+
+
+def landscape(model: ModelConfig, rho: Any, method: str = "exact", *,
+              n_samples: int = 100_000, seed: int = 0) -> Landscape:
+    """``Φ(ρ)`` and ``Φ'(ρ)`` at the alignments ``rho`` (scalar or array in ``[−1, 1]``).
+
+    Parameters
+    ----------
+    model : ModelConfig
+    rho : number or array of numbers in [−1, 1]
+    method : "exact" (default) | "mc" | "asymptotic"
+    n_samples : int >= 2, draws of ``a`` for "mc" (shared by all grid points)
+    seed : int >= 0, seed of the "mc" draws
+
+    Returns
+    -------
+    Landscape (for "mc" with ``phi_stderr`` and ``dphi_stderr``).
+
+    Raises
+    ------
+    ConfigError (ValueError): ``rho`` outside ``[−1, 1]`` or not finite, unknown ``method``,
+    bad ``n_samples``/``seed``, ``β σ > 12`` with method "exact".
+    """
+    check_model(model)
+    r = check_rho(rho)
+    check_choice(method, "method", METHODS)
+    se_phi = se_dphi = None
+    used = None
+    if method == "asymptotic":
+        phi, dphi = _deterministic(phi_asymptotic, model, r)
+    elif method == "exact":
+        phi, dphi = _deterministic(phi_exact, model, r)
+    else:
+        used = check_int(n_samples, "n_samples", 2)
+        check_int(seed, "seed", 0)
+        R, N, d, th, be, s2 = _standard(model)
+        phi, dphi, se_phi, se_dphi = phi_mc(R, N, d, th, be, r.ravel(), used, seed,
+                                            random_sign=model.signal_sign == "random")
+        phi, dphi = s2 * phi.reshape(r.shape), s2 * dphi.reshape(r.shape)
+        se_phi, se_dphi = s2 * se_phi.reshape(r.shape), s2 * se_dphi.reshape(r.shape)
+    return Landscape(rho=r, phi=phi, dphi=dphi, method=method, model=model,
+                     phi_stderr=se_phi, dphi_stderr=se_dphi, n_samples=used)

@@ -1,0 +1,186 @@
+"""The limiting ODE ``dρ/dt = (1 − ρ²) Φ'(ρ)`` (DESIGN §3) and its solution.
+
+The ODE is integrated in ``z = artanh ρ``, where it reads ``dz/dt = Φ'(tanh z)``: the approach
+to ``±1`` (which the ``ρ`` variable makes exponentially slow and ill-conditioned) becomes linear
+growth of ``|z|`` at rate ``|Φ'(±1)|``. ``Φ'`` comes from :func:`.field.dphi_interpolant`
+(``"exact"`` by default). Integration uses scipy's ``DOP853`` with dense output, ``rtol = 1e-10``,
+``atol = 1e-12``; hitting times of ``|ρ| = target`` are located by event functions
+``|z| − artanh(target)``. With a :class:`StepSize`, ODE times are mapped to the step index
+``k`` with ``t_k = Σ_{j<k} η_j ≥ t`` (:func:`attnsignal.schedules.step_at_time`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+from scipy.integrate import solve_ivp
+
+from ..config import ModelConfig, StepSize
+from ..schedules import step_at_time
+from ._checks import check_choice, check_model, check_real, check_rho, check_step
+from .field import dphi_interpolant
+from .landscape import METHODS
+
+__all__ = ["OdeSolution", "solve_ode", "flow", "DEFAULT_TARGETS"]
+
+DEFAULT_TARGETS = (0.9, 0.99, 0.9965)
+_Z_STOP = float(np.arctanh(1.0 - 1e-12))
+
+
+@dataclass(frozen=True, eq=False)
+class OdeSolution:
+    """Solution of ``dρ/dt = (1 − ρ²) Φ'(ρ)`` from ``rho0``.
+
+    t, rho : (n,) the solver's time points and ``ρ`` there (``rho[0] = rho0``)
+    hitting_times : {target: first t with |ρ(t)| >= target, NaN if not reached by t_end}
+    hitting_steps : {target: step index k with t_k >= hitting time} when ``step`` was given
+        (−1 where the target is not reached), else None
+    t_end : last time integrated (the solver stops early once |ρ| >= 1 − 1e-12)
+    Call the object, ``sol(t)``, for the dense solution ``ρ(t)`` at any ``t >= 0`` (beyond
+    ``t_end`` it is continued with the linearisation ``z' = Φ'(±1)``).
+    """
+
+    model: ModelConfig
+    rho0: float
+    method: str
+    t: np.ndarray
+    rho: np.ndarray
+    hitting_times: dict[float, float]
+    t_end: float
+    step: StepSize | None = None
+    hitting_steps: dict[float, int] | None = None
+    _dense: Any = field(default=None, repr=False)
+    _dphi_end: float = field(default=0.0, repr=False)
+
+    def __call__(self, t: Any) -> np.ndarray:
+        t = np.asarray(t, dtype=np.float64)
+        if self._dense is None:  # stationary start
+            return np.full(t.shape, self.rho0)
+        tc = np.clip(t, 0.0, self.t_end)
+        z = np.asarray(self._dense(tc)).reshape(t.shape)
+        beyond = t > self.t_end
+        if np.any(beyond):
+            z_end = float(np.asarray(self._dense(self.t_end)).ravel()[0])
+            z = np.where(beyond, z_end + self._dphi_end * (t - self.t_end), z)
+        return np.tanh(z)
+
+    def steps_at(self, t: Any) -> np.ndarray:
+        """Step index ``k`` with ``t_k >= t`` under ``self.step`` (requires ``step``)."""
+        if self.step is None:
+            raise ValueError("step: solve_ode was called without a StepSize; got None")
+        return step_at_time(self.step, t)
+
+
+def _check_targets(targets: Sequence[float]) -> tuple[float, ...]:
+    out = []
+    for x in targets:
+        out.append(check_real(x, "targets", 0.0, 1.0, lo_open=True, hi_open=True))
+    return tuple(out)
+
+
+def solve_ode(model: ModelConfig, rho0: float, t_max: float | None = None,
+              step: StepSize | None = None, *, method: str = "exact",
+              targets: Sequence[float] = DEFAULT_TARGETS, rtol: float = 1e-10,
+              atol: float = 1e-12, n_samples: int = 20_000, seed: int = 0) -> OdeSolution:
+    """Solve ``dρ/dt = (1 − ρ²) Φ'(ρ)``, ``ρ(0) = rho0``, on ``[0, t_max]``.
+
+    Parameters
+    ----------
+    model : ModelConfig
+    rho0 : float in [−1, 1] (``±1`` are stationary)
+    t_max : float > 0, or None for ``10^4 / max|Φ'|`` (the solver stops earlier once
+        ``|ρ| >= 1 − 1e-12``)
+    step : optional StepSize; then ``hitting_steps`` maps hitting times to step indices
+    method : "exact" | "mc" | "asymptotic" — how ``Φ'`` is computed
+    targets : levels of ``|ρ|`` in (0, 1) whose hitting times are reported
+    rtol, atol : solver tolerances (in ``z = artanh ρ``)
+
+    Returns
+    -------
+    OdeSolution. Raises ``ConfigError`` for ``rho0`` outside ``[−1, 1]``, ``t_max <= 0``,
+    a bad method, target or step.
+    """
+    check_model(model)
+    r0 = float(check_rho(rho0, "rho0"))
+    check_choice(method, "method", METHODS)
+    tg = _check_targets(targets)
+    if step is not None:
+        check_step(step)
+    dphi = dphi_interpolant(model, method, n_samples=n_samples, seed=seed)
+    if t_max is None:
+        scale = float(np.max(np.abs(dphi(np.linspace(-1.0, 1.0, 201)))))
+        t_max = 1e4 / max(scale, 1e-300)
+    t_max = check_real(t_max, "t_max", 0.0, lo_open=True)
+
+    hits: dict[float, float] = {}
+    if abs(r0) == 1.0:
+        hits = {x: 0.0 for x in tg}
+        sol = OdeSolution(model=model, rho0=r0, method=method, t=np.array([0.0, t_max]),
+                          rho=np.array([r0, r0]), hitting_times=hits, t_end=t_max)
+    else:
+        z0 = float(np.arctanh(r0))
+
+        def rhs(t: float, z: np.ndarray) -> np.ndarray:
+            return dphi(np.tanh(z))
+
+        events = []
+        for x in tg:
+            zx = float(np.arctanh(x))
+            ev = (lambda t, z, zx=zx: abs(z[0]) - zx)
+            ev.direction = 1.0
+            events.append(ev)
+        stop = lambda t, z: abs(z[0]) - _Z_STOP  # noqa: E731
+        stop.terminal = True
+        stop.direction = 1.0
+        events.append(stop)
+        res = solve_ivp(rhs, (0.0, t_max), [z0], method="DOP853", dense_output=True,
+                        rtol=rtol, atol=atol, events=events)
+        if res.status == -1:
+            raise RuntimeError(f"solve_ivp failed: {res.message}")
+        for i, x in enumerate(tg):
+            if abs(r0) >= x:
+                hits[x] = 0.0
+            elif res.t_events[i].size:
+                hits[x] = float(res.t_events[i][0])
+            else:
+                hits[x] = float("nan")
+        t_end = float(res.t[-1])
+        sign = 1.0 if res.y[0, -1] >= 0 else -1.0
+        sol = OdeSolution(model=model, rho0=r0, method=method, t=res.t,
+                          rho=np.tanh(res.y[0]), hitting_times=hits, t_end=t_end,
+                          _dense=res.sol, _dphi_end=float(dphi(np.array(sign))))
+    if step is not None:
+        ks = {x: (int(step_at_time(step, h)) if np.isfinite(h) else -1) for x, h in hits.items()}
+        sol = OdeSolution(**{**sol.__dict__, "step": step, "hitting_steps": ks})
+    return sol
+
+
+def flow(model: ModelConfig, rho0: np.ndarray, t: np.ndarray, method: str = "exact",
+         rtol: float = 1e-9, atol: float = 1e-11) -> np.ndarray:
+    """ODE solutions from many starts at once: ``ρ(t_j; ρ0_i)``, shape ``(len(rho0), len(t))``.
+
+    ``t`` must be non-decreasing and ``>= 0``. One vectorised ``solve_ivp`` call in
+    ``z = artanh ρ`` (starts at ``±1`` stay there).
+    """
+    r0 = np.atleast_1d(check_rho(rho0, "rho0")).astype(np.float64)
+    t = np.asarray(t, dtype=np.float64)
+    out = np.empty((r0.size, t.size))
+    edge = np.abs(r0) == 1.0
+    out[edge] = r0[edge, None]
+    inner = ~edge
+    if not inner.any() or t.size == 0:
+        return out
+    dphi = dphi_interpolant(model, method)
+    z0 = np.arctanh(r0[inner])
+    t_hi = float(t.max())
+    if t_hi <= 0.0:
+        out[inner] = r0[inner, None]
+        return out
+    res = solve_ivp(lambda _t, z: dphi(np.tanh(z)), (0.0, t_hi), z0, method="DOP853",
+                    t_eval=np.clip(t, 0.0, t_hi), rtol=rtol, atol=atol, vectorized=False)
+    if res.status == -1:
+        raise RuntimeError(f"solve_ivp failed: {res.message}")
+    out[inner] = np.tanh(res.y)
+    return out
