@@ -29,7 +29,7 @@ __all__ = [
 
 
 def __getattr__(name: str):
-    # The theory layer and sweeps import scipy/dask; load them on first use.
+    # The theory layer, sweeps and the reproduction import scipy/dask; load them on first use.
     import importlib
 
     lazy = {
@@ -38,8 +38,11 @@ def __getattr__(name: str):
         "solve_ode": "theory", "OdeSolution": "theory", "gradient_variance": "theory",
         "corrected_drift": "theory", "constant_step_plateau": "theory",
         "samples_to_reach": "theory", "tracking": "theory", "Tracking": "theory",
-        "sa_diagnostics": "theory",
+        "sa_diagnostics": "theory", "landscape_verdict": "theory", "flow": "theory",
         "load_sweep": "sweep", "run_sweep": "sweep", "SweepSpec": "sweep",
+        "sweep_status": "sweep",
+        "Plan": "reproduce",
+        "check_claims": "claims", "Tolerances": "claims",
     }
     if name in lazy:
         mod = importlib.import_module(f".{lazy[name]}", __name__)

@@ -22,11 +22,13 @@ def _plt():
 
 
 def save_figure(fig, stem: str | Path, dpi: int = 150) -> list[Path]:
-    """Save ``fig`` as ``stem.png`` and ``stem.pdf`` atomically; close it; return the paths."""
+    """Save ``fig`` as ``stem.png`` and ``stem.pdf`` atomically; close it; return the paths.
+
+    ``stem`` is a path without extension (``figures/e1`` → ``figures/e1.png``, ``.pdf``)."""
     stem = Path(stem)
     paths = []
     for ext in ("png", "pdf"):
-        p = stem.with_suffix("." + ext)
+        p = stem.parent / f"{stem.name}.{ext}"  # not with_suffix: keep dots in the name
         atomic_write(p, lambda tmp, e=ext: fig.savefig(tmp, format=e, dpi=dpi, bbox_inches="tight"))
         paths.append(p)
     _plt().close(fig)

@@ -134,3 +134,15 @@ def test_result_rebuilt_from_its_frame_is_the_same(result):
         np.testing.assert_array_equal(getattr(back, name), getattr(result, name), err_msg=name)
     with pytest.raises(ValueError, match="every \\(run, step\\) pair exactly once"):
         asg.Result.from_frame(result.to_frame().iloc[1:], result.model, result.step, result.run)
+
+
+def test_save_figure_keeps_dots_in_the_name_and_writes_png_and_pdf(tmp_path):
+    from attnsignal.plots import _plt, save_figure
+
+    fig, ax = _plt().subplots()
+    ax.plot([0, 1], [0, 1])
+    paths = save_figure(fig, tmp_path / "theta_0.5")
+    assert [p.name for p in paths] == ["theta_0.5.png", "theta_0.5.pdf"]
+    assert paths[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert paths[1].read_bytes()[:5] == b"%PDF-"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["theta_0.5.pdf", "theta_0.5.png"]

@@ -74,6 +74,16 @@ def test_samples_to_reach_with_a_larger_target_waits_for_the_step():
     assert res.steps > res.ode_steps
 
 
+def test_samples_to_reach_without_the_plateau_changes_nothing_else():
+    step = StepSize(0.05, 100, 0.75)
+    full = samples_to_reach(MODEL, step, 0.99, n_samples=3000)
+    fast = samples_to_reach(MODEL, step, 0.99, n_samples=3000, plateau=False)
+    assert np.isnan(fast.plateau_at_hit) and np.isfinite(full.plateau_at_hit)
+    for name in ("ode_time", "ode_steps", "eta_at_hit", "eta_max", "reachable_at_hit",
+                 "steps", "samples"):
+        assert getattr(fast, name) == getattr(full, name), name
+
+
 @pytest.mark.parametrize("call,field", [
     (lambda: constant_step_plateau(MODEL, 0.0), "eta"),
     (lambda: constant_step_plateau(MODEL, 1e-3, side=2), "side"),

@@ -85,3 +85,15 @@ def test_bad_input_names_the_field(kwargs, field):
     with pytest.raises(ConfigError) as info:
         solve_ode(MODEL, **kwargs)
     assert str(info.value).startswith(field + ":")
+
+
+def test_a_start_on_an_exact_fixed_point_stays_there():
+    # the random-sign landscape is even: Φ'(0) = 0 exactly; round-off must not move ρ
+    even = ModelConfig(20, 5, 20, 1.0, signal_sign="random")
+    assert abs(float(landscape(even, 0.0).dphi)) < 1e-12
+    sol = solve_ode(even, 0.0, t_max=50.0)
+    assert all(np.isnan(h) for h in sol.hitting_times.values())
+    np.testing.assert_array_equal(sol(np.linspace(0, 100, 7)), 0.0)
+    out = flow(even, np.array([0.0, 0.2]), np.array([0.0, 10.0, 50.0]))
+    np.testing.assert_array_equal(out[0], 0.0)
+    assert out[1, -1] > 0.9  # a start off the fixed point still moves

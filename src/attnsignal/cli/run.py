@@ -65,7 +65,7 @@ def run_cmd(
     seed: Optional[str] = _opt("seed", "root seed (integer >= 0)"),
     record_every: Optional[str] = _opt("record_every", "record every this many steps (integer >= 1; default: about 200 records)"),
     initial_alignment: Optional[str] = _opt("initial_alignment", "start with ρ0 = this (in [−1, 1]); default: q0 uniform on the sphere"),
-    config: Optional[Path] = typer.Option(None, "--config", help="TOML file with [model], [step], [run] tables; flags override it"),
+    config: Optional[Path] = typer.Option(None, "--config", help="TOML file with \\[model], \\[step], \\[run] tables; flags override it"),
     out_dir: Path = typer.Option(Path("results/run"), "--out", help="results directory (Parquet, manifest.json, figure)"),
     plot: bool = typer.Option(True, "--plot/--no-plot", help="write alignment.png and alignment.pdf"),
     quiet: bool = typer.Option(False, "--quiet", help="no progress bar"),

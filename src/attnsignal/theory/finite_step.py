@@ -280,13 +280,18 @@ class SamplesToReach:
 def samples_to_reach(model: ModelConfig, step: StepSize, target: float = 0.9965,
                      batch: int = 1, *, rho0: float | None = None,
                      update: str = "riemannian", method: str = "exact",
-                     n_samples: int = 4000, seed: int = 0) -> SamplesToReach:
+                     n_samples: int = 4000, seed: int = 0,
+                     plateau: bool = True) -> SamplesToReach:
     """Predicted number of samples per run to reach ``|ρ| >= target`` under ``step``.
 
     ``rho0`` defaults to ``1/√d`` (the root-mean-square alignment of a uniform start). The ODE
     hitting time is mapped to a step index; that is enough only if the step there is small
     enough that the constant-step plateau exceeds the target — otherwise the run must wait
     until ``η_k`` has fallen to ``eta_max``. See :class:`SamplesToReach`.
+
+    ``plateau=False`` skips :func:`constant_step_plateau` (the costly part: a Chebyshev fit of
+    ``κ_B`` over the approach to ``±ξ``); ``plateau_at_hit`` is then NaN and nothing else
+    changes. ``n_samples`` common draws estimate ``κ_B`` at the target.
     """
     check_model(model)
     check_step(step)
@@ -311,8 +316,9 @@ def samples_to_reach(model: ModelConfig, step: StepSize, target: float = 0.9965,
         eta_max = float("inf")
     else:
         eta_max = fld / kv
-    plateau = constant_step_plateau(model, eta_k, batch, update, side=side, method=method,
-                                    n_samples=n_samples, seed=seed)
+    plateau_value = (constant_step_plateau(model, eta_k, batch, update, side=side, method=method,
+                                           n_samples=n_samples, seed=seed)
+                     if plateau else float("nan"))
     if eta_k <= eta_max:
         k_eta = 0
     elif step.power == 0 or eta_max <= 0:
@@ -321,5 +327,5 @@ def samples_to_reach(model: ModelConfig, step: StepSize, target: float = 0.9965,
         k_eta = int(np.ceil(step.k0 * ((step.eta0 / eta_max) ** (1.0 / step.power) - 1.0)))
     steps = -1 if k_eta < 0 else max(k_ode, k_eta)
     return SamplesToReach(target, r0, batch, float(t_hit), k_ode, eta_k, float(eta_max),
-                          float(plateau), bool(eta_k <= eta_max), steps,
+                          float(plateau_value), bool(eta_k <= eta_max), steps,
                           -1 if steps < 0 else steps * batch)

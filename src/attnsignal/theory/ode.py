@@ -109,14 +109,16 @@ def solve_ode(model: ModelConfig, rho0: float, t_max: float | None = None,
     if step is not None:
         check_step(step)
     dphi = dphi_interpolant(model, method, n_samples=n_samples, seed=seed)
+    scale = float(np.max(np.abs(dphi(np.linspace(-1.0, 1.0, 201)))))
     if t_max is None:
-        scale = float(np.max(np.abs(dphi(np.linspace(-1.0, 1.0, 201)))))
         t_max = 1e4 / max(scale, 1e-300)
     t_max = check_real(t_max, "t_max", 0.0, lo_open=True)
 
     hits: dict[float, float] = {}
-    if abs(r0) == 1.0:
-        hits = {x: 0.0 for x in tg}
+    if abs(r0) == 1.0 or _stationary(dphi, np.array([r0]), scale)[0]:
+        # ±1, or an exact zero of Φ' (e.g. ρ0 = 0 in the even, random-sign landscape): the
+        # solution stays put; round-off must not push it off the fixed point
+        hits = {x: (0.0 if abs(r0) >= x else float("nan")) for x in tg}
         sol = OdeSolution(model=model, rho0=r0, method=method, t=np.array([0.0, t_max]),
                           rho=np.array([r0, r0]), hitting_times=hits, t_end=t_max)
     else:
@@ -157,6 +159,14 @@ def solve_ode(model: ModelConfig, rho0: float, t_max: float | None = None,
     return sol
 
 
+_STATIONARY_RTOL = 1e-12
+
+
+def _stationary(dphi, r0: np.ndarray, scale: float) -> np.ndarray:
+    """Starts at an exact zero of ``Φ'``: ``|Φ'(ρ0)| <= 1e-12 · max |Φ'|`` (round-off level)."""
+    return np.abs(dphi(r0)) <= _STATIONARY_RTOL * max(scale, 1e-300)
+
+
 def flow(model: ModelConfig, rho0: np.ndarray, t: np.ndarray, method: str = "exact",
          rtol: float = 1e-9, atol: float = 1e-11) -> np.ndarray:
     """ODE solutions from many starts at once: ``ρ(t_j; ρ0_i)``, shape ``(len(rho0), len(t))``.
@@ -167,12 +177,13 @@ def flow(model: ModelConfig, rho0: np.ndarray, t: np.ndarray, method: str = "exa
     r0 = np.atleast_1d(check_rho(rho0, "rho0")).astype(np.float64)
     t = np.asarray(t, dtype=np.float64)
     out = np.empty((r0.size, t.size))
-    edge = np.abs(r0) == 1.0
+    dphi = dphi_interpolant(model, method)
+    scale = float(np.max(np.abs(dphi(np.linspace(-1.0, 1.0, 201)))))
+    edge = (np.abs(r0) == 1.0) | _stationary(dphi, r0, scale)
     out[edge] = r0[edge, None]
     inner = ~edge
     if not inner.any() or t.size == 0:
         return out
-    dphi = dphi_interpolant(model, method)
     z0 = np.arctanh(r0[inner])
     t_hi = float(t.max())
     if t_hi <= 0.0:

@@ -4,14 +4,14 @@ and ``<stem>.pdf``.
 * :func:`plot_landscape` — ``Φ(ρ)`` and the field ``(1 − ρ²)Φ'(ρ)``, exact / Monte Carlo (with
   1.96·se bars) / asymptotic overlaid, fixed points marked (filled: attracting, open: repelling);
 * :func:`plot_ode` — ``ρ(t)`` with the hitting times of ``|ρ| = 0.9, 0.99, 0.9965``, optionally a
-  simulation overlay (mean ± 1.96 se) and a step-index axis;
+  simulation overlay (mean with a ± 1.96 se or 10–90 % band) and a step-index axis;
 * :func:`plot_sa_diagnostics` — noise budget and windowed martingale maxima.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import matplotlib
 
@@ -20,27 +20,16 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from ..config import ModelConfig, StepSize  # noqa: E402
+from ..plots import save_figure  # noqa: E402  (re-exported: PNG + PDF, atomic)
 from ._checks import check_model  # noqa: E402
-from .fixed_points import landscape_verdict  # noqa: E402
-from .landscape import landscape  # noqa: E402
-from .ode import DEFAULT_TARGETS, solve_ode  # noqa: E402
+from .fixed_points import Basins, landscape_verdict  # noqa: E402
+from .landscape import Landscape, landscape  # noqa: E402
+from .ode import DEFAULT_TARGETS, OdeSolution, solve_ode  # noqa: E402
 from .tracking import SADiagnostics, tracking  # noqa: E402
 
 __all__ = ["plot_landscape", "plot_ode", "plot_sa_diagnostics", "save_figure"]
 
 _COLORS = {"exact": "#1f4e79", "mc": "#d95f02", "asymptotic": "#7570b3"}
-
-
-def save_figure(fig: plt.Figure, path_stem: str | Path) -> list[Path]:
-    """Write ``fig`` to ``<stem>.png`` and ``<stem>.pdf`` (parents created), close it, and return
-    the two paths."""
-    stem = Path(path_stem)
-    stem.parent.mkdir(parents=True, exist_ok=True)
-    out = [stem.with_name(stem.name + ".png"), stem.with_name(stem.name + ".pdf")]
-    fig.savefig(out[0], dpi=150, bbox_inches="tight")
-    fig.savefig(out[1], bbox_inches="tight")
-    plt.close(fig)
-    return out
 
 
 def _title(model: ModelConfig) -> str:
@@ -56,33 +45,60 @@ def _title(model: ModelConfig) -> str:
 def plot_landscape(model: ModelConfig, path_stem: str | Path, *,
                    methods: Sequence[str] = ("exact", "mc", "asymptotic"),
                    n_points: int = 201, n_mc_points: int = 21, n_samples: int = 20_000,
-                   seed: int = 0) -> list[Path]:
+                   seed: int = 0, landscapes: Mapping[str, Landscape] | None = None,
+                   basins: Basins | None = None,
+                   fixed_point_method: str = "exact") -> list[Path]:
     """``Φ(ρ)`` (left) and ``(1 − ρ²)Φ'(ρ)`` (right) on ``[−1, 1]`` for each of ``methods``
-    (Monte Carlo on ``n_mc_points`` points with 1.96·se bars), exact fixed points marked, the
-    verdict as a caption. Returns the PNG and PDF paths."""
+    (Monte Carlo on ``n_mc_points`` points with 1.96·se bars), fixed points marked (filled:
+    attracting, open: repelling; interior ones labelled), the verdict as a caption.
+
+    landscapes : optional precomputed :class:`Landscape` per method (e.g. the ones a caller
+        also tabulates), drawn instead of computing that method on the default grid;
+    basins : optional precomputed :func:`landscape_verdict` (else computed with
+        ``fixed_point_method``, which also gives ``Φ`` at the markers).
+
+    Returns the PNG and PDF paths."""
     check_model(model)
+    landscapes = dict(landscapes or {})
     rho = np.linspace(-1.0, 1.0, n_points)
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
     for m in methods:
+        ls = landscapes.get(m)
         if m == "mc":
-            r = np.linspace(-1.0, 1.0, n_mc_points)
-            ls = landscape(model, r, "mc", n_samples=n_samples, seed=seed)
-            kw = dict(fmt="o", ms=3.5, color=_COLORS["mc"], capsize=2, lw=1,
-                      label=f"Monte Carlo ({n_samples:,} draws, ±1.96 se)")
-            ax1.errorbar(r, ls.phi, yerr=1.96 * ls.phi_stderr, **kw)
-            ax2.errorbar(r, ls.field, yerr=1.96 * (1 - r ** 2) * ls.dphi_stderr, **kw)
+            if ls is None:
+                r = np.linspace(-1.0, 1.0, n_mc_points)
+                ls = landscape(model, r, "mc", n_samples=n_samples, seed=seed)
+            r = np.ravel(ls.rho)
+            kw = dict(fmt="o", ms=3.5, color=_COLORS["mc"], capsize=2, lw=1, zorder=3,
+                      label=f"Monte Carlo ({ls.n_samples:,} draws, ±1.96 se)")
+            ax1.errorbar(r, np.ravel(ls.phi), yerr=1.96 * np.ravel(ls.phi_stderr), **kw)
+            ax2.errorbar(r, np.ravel(ls.field),
+                         yerr=1.96 * (1 - r ** 2) * np.ravel(ls.dphi_stderr), **kw)
         else:
-            ls = landscape(model, rho, m)
+            if ls is None:
+                ls = landscape(model, rho, m)
             style = "-" if m == "exact" else "--"
-            label = "exact (finite R, N)" if m == "exact" else "asymptotic Φ∞"
-            ax1.plot(rho, ls.phi, style, color=_COLORS.get(m, "k"), lw=1.8, label=label)
-            ax2.plot(rho, ls.field, style, color=_COLORS.get(m, "k"), lw=1.8, label=label)
-    basins = landscape_verdict(model)
-    ex = landscape(model, np.array([p.rho for p in basins.fixed_points]))
-    for p, phi in zip(basins.fixed_points, np.atleast_1d(ex.phi)):
+            label = "exact (finite R, N)" if m == "exact" else "asymptotic Φ∞ (R, N → ∞)"
+            r = np.ravel(ls.rho)
+            ax1.plot(r, np.ravel(ls.phi), style, color=_COLORS.get(m, "k"), lw=1.8, label=label)
+            ax2.plot(r, np.ravel(ls.field), style, color=_COLORS.get(m, "k"), lw=1.8,
+                     label=label)
+    if basins is None:
+        basins = landscape_verdict(model, fixed_point_method)
+    fp_method = fixed_point_method if fixed_point_method != "mc" else "exact"
+    if fixed_point_method == "mc" and "mc" in landscapes:
+        ex_phi = np.interp([p.rho for p in basins.fixed_points], np.ravel(landscapes["mc"].rho),
+                           np.ravel(landscapes["mc"].phi))
+    else:
+        ex_phi = np.atleast_1d(landscape(model, np.array([p.rho for p in basins.fixed_points]),
+                                         fp_method).phi)
+    for p, phi in zip(basins.fixed_points, ex_phi):
         face = "k" if p.stable else "white"
         ax1.plot([p.rho], [phi], "o", ms=8, mfc=face, mec="k", zorder=5)
         ax2.plot([p.rho], [0.0], "o", ms=8, mfc=face, mec="k", zorder=5)
+        if abs(p.rho) < 1.0:
+            ax2.annotate(f"ρ* = {p.rho:.3g}", (p.rho, 0.0), textcoords="offset points",
+                         xytext=(0, 9), ha="center", fontsize=8)
     ax1.plot([], [], "o", mfc="k", mec="k", label="attracting fixed point")
     ax1.plot([], [], "o", mfc="white", mec="k", label="repelling fixed point")
     ax2.axhline(0.0, color="0.6", lw=0.8)
@@ -94,19 +110,28 @@ def plot_landscape(model: ModelConfig, path_stem: str | Path, *,
         ax.grid(alpha=0.3)
     ax1.legend(fontsize=8, loc="best")
     fig.suptitle(_title(model), fontsize=11)
-    fig.text(0.5, -0.02, basins.verdict, ha="center", fontsize=9, style="italic")
+    fig.text(0.5, -0.02, basins.verdict, ha="center", fontsize=9, style="italic", wrap=True)
     fig.tight_layout()
     return save_figure(fig, path_stem)
 
 
 def plot_ode(model: ModelConfig, rho0: float, path_stem: str | Path, *,
              step: StepSize | None = None, result=None, t_max: float | None = None,
-             targets: Sequence[float] = DEFAULT_TARGETS) -> list[Path]:
+             targets: Sequence[float] = DEFAULT_TARGETS, band: str = "se",
+             T: float | None = None, solution: OdeSolution | None = None) -> list[Path]:
     """``ρ(t)`` of the limiting ODE from ``rho0`` with its hitting times of ``|ρ| = targets``;
-    with ``result`` (a simulation) its mean ± 1.96 se on the same ODE-time axis (and the ODE
-    from the runs' starts); with ``step`` a secondary axis of step indices. Returns the paths."""
+    with ``result`` (a simulation) its mean on the same ODE-time axis with a band — ``band="se"``
+    (default): mean ± 1.96 se; ``"quantile"``: the 10–90 % quantiles of the runs — and the ODE
+    from the runs' starts unless they all start at ``rho0`` (then it is the ODE curve itself);
+    ``T`` is the horizon of the reported max gap (default: the whole simulation). With ``step``
+    a secondary axis of step indices. ``solution``: an :class:`OdeSolution` from ``rho0``
+    already at hand (drawn as is, with its hitting times) instead of solving again.
+    Returns the paths."""
     check_model(model)
-    sol = solve_ode(model, rho0, step=step, targets=targets)
+    if band not in ("se", "quantile"):
+        raise ValueError(f"band: must be one of 'se', 'quantile'; got {band!r}")
+    sol = solution if solution is not None else solve_ode(model, rho0, step=step,
+                                                          targets=targets)
     finite = [h for h in sol.hitting_times.values() if np.isfinite(h)]
     if t_max is None:
         if result is not None:
@@ -116,22 +141,41 @@ def plot_ode(model: ModelConfig, rho0: float, path_stem: str | Path, *,
         t_max = max(t_max, 1e-12)
     t = np.linspace(0.0, t_max, 600)
     fig, ax = plt.subplots(figsize=(7.5, 4.5))
-    ax.plot(t, sol(t), color="#1f4e79", lw=2.2, label=f"ODE from ρ0 = {sol.rho0:.3g}")
+    ax.plot(t, sol(t), color="#1f4e79", lw=2.2, label=f"ODE from ρ0 = {sol.rho0:.3g}", zorder=4)
     if result is not None:
-        tr = tracking(result, model)
-        lab = "simulation mean" + (" |ρ|" if tr.mode == "abs" else " ρ")
-        ax.fill_between(tr.t, tr.lower, tr.upper, color="#d95f02", alpha=0.25, lw=0)
-        ax.plot(tr.t, tr.sim_mean, color="#d95f02", lw=1.4,
-                label=f"{lab} ± 1.96 se ({tr.runs} runs)")
-        ax.plot(tr.t, tr.ode, ":", color="k", lw=1.4,
-                label=f"ODE from the runs' starts (max gap {tr.gap:.3g})")
+        tr = tracking(result, model, T)
+        what = " |ρ|" if tr.mode == "abs" else " ρ"
+        ok = ~np.asarray(result.diverged, dtype=bool)
+        same_start = bool(np.allclose(np.asarray(result.alignment)[ok, 0], sol.rho0,
+                                      rtol=0.0, atol=1e-12))
+        if band == "quantile":
+            from ..plots import band as _band
+
+            keep = np.asarray(result.ode_time) <= tr.T + 1e-12 * max(1.0, tr.T)
+            vals = np.asarray(result.alignment, dtype=np.float64)[ok][:, keep]
+            if tr.mode == "abs":
+                vals = np.abs(vals)
+            _, lo, hi = _band(vals, 10, 90)
+            ax.fill_between(tr.t, lo, hi, color="#d95f02", alpha=0.25, lw=0,
+                            label="10–90 % of runs")
+            lab = f"simulation mean{what} ({tr.runs} runs)"
+        else:
+            ax.fill_between(tr.t, tr.lower, tr.upper, color="#d95f02", alpha=0.25, lw=0)
+            lab = f"simulation mean{what} ± 1.96 se ({tr.runs} runs)"
+        if same_start:
+            lab += f"; max gap to the ODE {tr.gap:.3g}"
+        ax.plot(tr.t, tr.sim_mean, color="#d95f02", lw=1.4, label=lab)
+        if not same_start:
+            ax.plot(tr.t, tr.ode, ":", color="k", lw=1.4,
+                    label=f"ODE from the runs' starts (max gap {tr.gap:.3g})")
     colors = ["#66a61e", "#e7298a", "#a6761d", "#666666"]
     for i, (x, h) in enumerate(sol.hitting_times.items()):
         if np.isfinite(h) and h <= t_max:
             c = colors[i % len(colors)]
             txt = f"|ρ| = {x:g} at t = {h:.3g}"
             if sol.hitting_steps is not None:
-                txt += f" (step {sol.hitting_steps[x]:,})"
+                k = sol.hitting_steps[x]
+                txt += f" (step {k:,})" if k <= 10 ** 12 else " (no step: Σ η_k < t)"
             ax.axvline(h, color=c, ls="--", lw=1, label=txt)
     ax.set(xlabel="ODE time t = Σ η_k", ylabel="alignment ρ", xlim=(0, t_max))
     ax.set_title("limiting ODE  dρ/dt = (1 − ρ²) Φ'(ρ)\n" + _title(model),
@@ -143,7 +187,8 @@ def plot_ode(model: ModelConfig, rho0: float, path_stem: str | Path, *,
         ks = np.atleast_1d(sol.steps_at(ticks))
         top = ax.secondary_xaxis("top")
         top.set_xticks(ticks)
-        top.set_xticklabels([f"{int(k):,}" for k in ks], fontsize=8)
+        top.set_xticklabels([f"{int(k):,}" if k <= 10 ** 12 else "never" for k in ks],
+                            fontsize=8)  # step_at_time gives 10^12 + 1 for unreachable t
         top.set_xlabel(f"step k  ({step.describe()})", fontsize=8)
     fig.tight_layout()
     return save_figure(fig, path_stem)

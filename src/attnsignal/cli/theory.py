@@ -1,0 +1,436 @@
+"""``attnsignal landscape`` and ``attnsignal ode``: the theory layer from the command line.
+
+``landscape``  tables of ``Φ(ρ)`` and ``Φ'(ρ)`` by each method on a coarse subgrid, the fixed
+               points, basins and the verdict; ``OUT/landscape.parquet`` (every method on its
+               grid) and ``OUT/landscape.{png,pdf}`` (the methods overlaid, fixed points marked).
+``ode``        the limiting ODE ``dρ/dt = (1 − ρ²) Φ'(ρ)`` from ``ρ0``: hitting times of
+               ``|ρ| = 0.9, 0.99, 0.9965`` in ODE time and as step indices of the schedule, the
+               fixed points and the verdict; ``OUT/trajectory.parquet`` and ``OUT/ode.{png,pdf}``.
+               ``--compare`` also simulates with the chain engine from ``ρ0`` and overlays the
+               mean and the 10–90 % band, printing the max gap (:func:`~attnsignal.theory.tracking`).
+
+Model and step-size options are named after the fields of :class:`~attnsignal.config.ModelConfig`
+and :class:`~attnsignal.config.StepSize` and validated there; ``--config FILE.toml`` takes
+``[model]``, ``[step]`` and ``[run]`` tables as for ``attnsignal run`` (flags override it).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+import pandas as pd
+import typer
+from rich.table import Table
+
+from ..config import ConfigError, NotRobbinsMonroWarning
+from . import UsageFailure, app
+from ._common import build_configs, console, fmt, load_toml, out, parse_value, progress_bar
+from .run import RUN_DEFAULTS
+
+#: The model of a bare ``attnsignal landscape`` / ``ode`` (that of ``attnsignal run``): a few
+#: seconds on 2 cores, and a landscape with an interior minimum, so both ±ξ attract.
+MODEL_DEFAULTS = {k: RUN_DEFAULTS[k] for k in
+                  ("d", "n_informative", "n_nuisance", "theta", "beta", "noise_std", "signal_sign")}
+#: Step size of a bare ``attnsignal ode``: small enough that ``--compare`` tracks the ODE
+#: (max gap ≈ 0.02 with 30 runs; ``attnsignal run``'s η0 = 0.02 plateaus near |ρ| ≈ 0.8 this
+#: early) and still only ~5 000 steps to t ≈ 3.
+STEP_DEFAULTS = {"eta0": 0.001, "k0": 2000.0, "power": 0.75}
+#: ``--rho0`` default. ``ρ0 = 0`` is a fixed point of the ODE when the landscape is even
+#: (``signal_sign = "random"``), and ``ρ0 ≈ 1/√d`` is the typical alignment of a random start.
+RHO0_DEFAULT = 0.05
+TARGETS = (0.9, 0.99, 0.9965)
+_METHODS = ("exact", "mc", "asymptotic")
+_K_UNREACHABLE = 10 ** 12  # step_at_time returns k_max + 1 when t is never reached
+_MAX_AUTO_STEPS = 5_000_000
+
+_H = "(default: {})"
+
+
+def _mopt(name: str, help_: str):
+    default = {**MODEL_DEFAULTS, **STEP_DEFAULTS}[name]
+    return typer.Option(None, f"--{name.replace('_', '-')}",
+                        help=f"{help_} {_H.format(default)}", show_default=False)
+
+
+def _opt(flag: str, help_: str, default: Any):
+    return typer.Option(None, flag, help=f"{help_} {_H.format(default)}", show_default=False)
+
+
+# --------------------------------------------------------------------------- value checks
+# CLI-only values arrive as strings and go through parse_value, so "--points 2.5" is rejected
+# with the field's allowed range, like the model's values.
+
+
+def _int(text: str | None, field: str, lo: int, default: int) -> int:
+    v = default if text is None else parse_value(text)
+    if not isinstance(v, int) or isinstance(v, bool) or v < lo:
+        raise ConfigError(field, f"must be an integer >= {lo}", v)
+    return int(v)
+
+
+def _real(text: str | None, field: str, default: float | None, lo: float | None = None,
+          hi: float | None = None, lo_open: bool = False) -> float | None:
+    v = default if text is None else parse_value(text)
+    if v is None:
+        return None
+    ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    if ok and lo is not None:
+        ok = v > lo if lo_open else v >= lo
+    if ok and hi is not None:
+        ok = v <= hi
+    if not ok:
+        if lo is not None and hi is not None:
+            allowed = f"must be a number in [{lo:g}, {hi:g}]"
+        elif lo is not None:
+            allowed = f"must be a finite number {'>' if lo_open else '>='} {lo:g}"
+        else:
+            allowed = "must be a finite number"
+        raise ConfigError(field, allowed, v)
+    return float(v)
+
+
+def _methods(text: str | None) -> list[str]:
+    if text is None:
+        return list(_METHODS)
+    got = [m.strip() for m in text.split(",") if m.strip()]
+    bad = [m for m in got if m not in _METHODS]
+    if not got or bad:
+        raise ConfigError("methods", "must be a comma-separated list of "
+                          + ", ".join(repr(m) for m in _METHODS), bad[0] if bad else text)
+    return [m for m in _METHODS if m in got]  # canonical order, no duplicates
+
+
+def _write_parquet(frame: pd.DataFrame, path: Path) -> Path:
+    from ..results import atomic_write
+
+    atomic_write(path, lambda tmp: frame.to_parquet(tmp, index=False))
+    return path
+
+
+def _subgrid(n: int, k: int) -> np.ndarray:
+    """Indices of ``k`` (or ``n``, if fewer) nearly evenly spaced nodes of an ``n``-point grid,
+    both ends included."""
+    return np.unique(np.round(np.linspace(0, n - 1, min(k, n))).astype(int))
+
+
+# --------------------------------------------------------------------------- shared tables
+
+
+def _stable_word(stable: bool) -> str:
+    return "yes" if stable else "no"
+
+
+def _print_fixed_points(basins, method: str) -> None:
+    table = Table(title=f"fixed points ({method} Φ')")
+    table.add_column("ρ", justify="right")
+    table.add_column("kind")
+    table.add_column("stable", justify="center")
+    table.add_column("F'(ρ)", justify="right")
+    for p in basins.fixed_points:
+        table.add_row(f"{p.rho:+.6f}", p.kind, _stable_word(p.stable), f"{p.slope:+.4g}")
+    out.print(table)
+    if basins.basins:
+        bt = Table(title="basins of attraction")
+        bt.add_column("attractor", justify="right")
+        bt.add_column("basin", justify="center")
+        bt.add_column("P(uniform start)", justify="right")
+        for b in basins.basins:
+            lo = "[" if b.lo == b.attractor else "("
+            hi = "]" if b.hi == b.attractor else ")"
+            bt.add_row(f"{b.attractor:+.6f}", f"{lo}{b.lo:+.4f}, {b.hi:+.4f}{hi}",
+                       f"{b.probability_uniform_start:.4g}")
+        out.print(bt)
+    out.print(f"verdict: {basins.verdict}", soft_wrap=True)
+
+
+def _model_line(model) -> str:
+    s = (f"d={model.d}, R={model.n_informative}, N={model.n_nuisance}, θ={model.theta:g}, "
+         f"β={model.beta:g}, σ={model.noise_std:g}")
+    return s + (", random sign" if model.signal_sign == "random" else "")
+
+
+# --------------------------------------------------------------------------- landscape
+
+
+@app.command("landscape")
+def landscape_cmd(
+    d: Optional[str] = _mopt("d", "ambient dimension d (integer >= 2)"),
+    n_informative: Optional[str] = _mopt("n_informative", "informative tokens R (integer >= 1)"),
+    n_nuisance: Optional[str] = _mopt("n_nuisance", "nuisance tokens N (integer >= 0)"),
+    theta: Optional[str] = _mopt("theta", "signal strength θ (>= 0)"),
+    beta: Optional[str] = _mopt("beta", "inverse temperature β (> 0; method 'exact' needs βσ <= 12)"),
+    noise_std: Optional[str] = _mopt("noise_std", "token noise σ (> 0)"),
+    signal_sign: Optional[str] = _mopt("signal_sign", "'fixed' (+θξ) or 'random' (±θξ per sample)"),
+    points: Optional[str] = _opt("--points", "grid points on [−1, 1] for 'exact' and 'asymptotic' (integer >= 3)", 201),
+    methods: Optional[str] = _opt("--methods", "comma-separated subset of exact, mc, asymptotic", "exact,mc,asymptotic"),
+    mc_samples: Optional[str] = _opt("--mc-samples", "Monte-Carlo draws, shared by every grid point (integer >= 2)", 20000),
+    mc_points: Optional[str] = _opt("--mc-points", "Monte-Carlo grid points, a subgrid of --points (integer >= 3)", 21),
+    seed: Optional[str] = _opt("--seed", "seed of the Monte-Carlo draws (integer >= 0)", 0),
+    config: Optional[Path] = typer.Option(None, "--config", help="TOML file with a \\[model] table; flags override it"),
+    out_dir: Path = typer.Option(Path("results/landscape"), "--out", help="output directory (landscape.parquet, landscape.png, landscape.pdf)"),
+    plot: bool = typer.Option(True, "--plot/--no-plot", help="write landscape.png and landscape.pdf"),
+    quiet: bool = typer.Option(False, "--quiet", help="no progress bar"),
+) -> None:
+    """The population objective Φ(ρ) = J(q) for ⟨q, ξ⟩ = ρ and the field (1 − ρ²)Φ'(ρ).
+
+    Prints Φ and Φ' by each method on a coarse subgrid (Monte Carlo ± one standard error),
+    the fixed points (ρ, kind, stable), the basins of attraction and the verdict. Writes
+    OUT/landscape.parquet (columns rho, phi, dphi, field, phi_stderr, dphi_stderr, method) and
+    OUT/landscape.{png,pdf} with the methods overlaid and the fixed points marked.
+    """
+    from ..theory import landscape, landscape_verdict
+    from ..theory.plots import plot_landscape
+
+    flags = dict(d=d, n_informative=n_informative, n_nuisance=n_nuisance, theta=theta,
+                 beta=beta, noise_std=noise_std, signal_sign=signal_sign)
+    if config is not None:
+        extra = set(load_toml(config)) - {"model"}
+        if extra:
+            raise ConfigError(sorted(extra)[0], "unknown table for 'landscape'; allowed: [model]",
+                              sorted(extra)[0])
+    model, _, _ = build_configs(flags, config, {**MODEL_DEFAULTS, **STEP_DEFAULTS, "steps": 1})
+    n_points = _int(points, "points", 3, 201)
+    meths = _methods(methods)
+    n_samples = _int(mc_samples, "mc_samples", 2, 20_000)
+    n_mc = _int(mc_points, "mc_points", 3, 21)
+    seed_v = _int(seed, "seed", 0, 0)
+
+    for m in meths:  # fail fast (one line, before any progress bar) on a method's own limits
+        landscape(model, np.zeros(1), m, n_samples=2, seed=seed_v)
+    rho = np.linspace(-1.0, 1.0, n_points)
+    rows = _subgrid(n_points, 11)  # the printed subgrid
+    mc_idx = np.union1d(_subgrid(n_points, n_mc), rows)  # mc on a subgrid holding the rows
+    fp_method = next(m for m in ("exact", "asymptotic", "mc") if m in meths)
+    stages = len(meths) + 1 + int(plot)
+    results = {}
+    with progress_bar(stages, "landscape", not quiet) as adv:
+        for m in meths:
+            if m == "mc":
+                results[m] = landscape(model, rho[mc_idx], "mc", n_samples=n_samples,
+                                       seed=seed_v)
+            else:
+                results[m] = landscape(model, rho, m)
+            adv(1)
+        try:
+            basins = landscape_verdict(model, fp_method)
+        except ConfigError:
+            if fp_method != "mc":
+                raise
+            # mc fixed points classify the ends with the exact Φ' (βσ <= 12 only)
+            fp_method = "asymptotic"
+            console.print("[yellow]note:[/] fixed points from the asymptotic Φ' "
+                          "(βσ > 12 is outside the exact method's range)")
+            basins = landscape_verdict(model, fp_method)
+        adv(1)
+        paths = []
+        if plot:
+            paths = plot_landscape(model, out_dir / "landscape", methods=meths,
+                                   landscapes=results, basins=basins,
+                                   fixed_point_method=fp_method)
+            adv(1)
+    frame = pd.concat([results[m].to_frame() for m in meths], ignore_index=True)
+    if "phi_stderr" not in frame:
+        frame["phi_stderr"] = np.nan
+        frame["dphi_stderr"] = np.nan
+    frame = frame[["method", "rho", "phi", "dphi", "field", "phi_stderr", "dphi_stderr"]]
+    _write_parquet(frame, out_dir / "landscape.parquet")
+
+    heads = {"exact": "exact", "mc": f"Monte Carlo (n={n_samples:,})", "asymptotic": "asymptotic"}
+    for attr, title in (("phi", "Φ(ρ)"), ("dphi", "Φ'(ρ)")):
+        table = Table(title=f"{title} — {_model_line(model)}")
+        table.add_column("ρ", justify="right")
+        for m in meths:
+            table.add_column(heads[m], justify="right")
+        for i in rows:
+            cells = [f"{rho[i]:+.3f}"]
+            for m in meths:
+                ls = results[m]
+                if m == "mc":
+                    j = int(np.searchsorted(mc_idx, i))
+                    se = getattr(ls, attr + "_stderr")
+                    cells.append(f"{fmt(float(getattr(ls, attr)[j]), 5)} ± "
+                                 f"{float(se[j]):.1e}")
+                else:
+                    cells.append(fmt(float(getattr(ls, attr)[i]), 5))
+            table.add_row(*cells)
+        out.print(table)
+    _print_fixed_points(basins, fp_method)
+    files = ", ".join(p.name for p in [out_dir / "landscape.parquet", *paths])
+    out.print(f"written to {out_dir}/: {files}", soft_wrap=True)
+
+
+# --------------------------------------------------------------------------- ode
+
+
+@app.command("ode")
+def ode_cmd(
+    d: Optional[str] = _mopt("d", "ambient dimension d (integer >= 2)"),
+    n_informative: Optional[str] = _mopt("n_informative", "informative tokens R (integer >= 1)"),
+    n_nuisance: Optional[str] = _mopt("n_nuisance", "nuisance tokens N (integer >= 0)"),
+    theta: Optional[str] = _mopt("theta", "signal strength θ (>= 0)"),
+    beta: Optional[str] = _mopt("beta", "inverse temperature β (> 0, βσ <= 12)"),
+    noise_std: Optional[str] = _mopt("noise_std", "token noise σ (> 0)"),
+    signal_sign: Optional[str] = _mopt("signal_sign", "'fixed' (+θξ) or 'random' (±θξ per sample)"),
+    eta0: Optional[str] = _mopt("eta0", "step size η0 in η_k = η0 (1 + k/k0)^(−power) (> 0)"),
+    k0: Optional[str] = _mopt("k0", "k0 of the schedule (> 0)"),
+    power: Optional[str] = _mopt("power", "decay power (>= 0; Robbins–Monro iff in (1/2, 1])"),
+    rho0: Optional[str] = _opt("--rho0", "initial alignment ρ0 in [−1, 1] (0 is a fixed point when the landscape is even, e.g. --signal-sign random)", RHO0_DEFAULT),
+    t_max: Optional[str] = _opt("--t-max", "ODE time horizon (> 0)", "1.25 × the last hitting time"),
+    compare: bool = typer.Option(False, "--compare", help="also simulate with the chain engine from ρ0 and overlay the mean and 10–90 % band"),
+    runs: Optional[str] = _opt("--runs", "--compare: independent runs (integer >= 1)", 30),
+    steps: Optional[str] = _opt("--steps", "--compare: SGA updates per run (integer >= 1)", "the step index of t-max"),
+    seed: Optional[str] = _opt("--seed", "--compare: root seed (integer >= 0)", 0),
+    config: Optional[Path] = typer.Option(None, "--config", help="TOML file with \\[model], \\[step], \\[run] tables; flags override it (\\[run] initial_alignment is the default ρ0)"),
+    out_dir: Path = typer.Option(Path("results/ode"), "--out", help="output directory (trajectory.parquet, ode.png, ode.pdf; with --compare also compare.parquet and simulation/)"),
+    plot: bool = typer.Option(True, "--plot/--no-plot", help="write ode.png and ode.pdf"),
+    quiet: bool = typer.Option(False, "--quiet", help="no progress bar"),
+) -> None:
+    """The limiting ODE dρ/dt = (1 − ρ²) Φ'(ρ) of SGA in ODE time t = Σ η_k.
+
+    Prints the hitting times of |ρ| = 0.9, 0.99, 0.9965 (ODE time and step index k of the
+    schedule), the fixed points and the verdict. Writes OUT/trajectory.parquet (t, step, rho)
+    and OUT/ode.{png,pdf}. With --compare, simulates --runs chain-engine runs from ρ0, overlays
+    their mean and 10–90 % band, prints the max gap to the ODE and writes OUT/compare.parquet
+    and OUT/simulation/.
+    """
+    from ..schedules import step_at_time
+    from ..simulate import DivergenceWarning, simulate
+    from ..theory import OdeSolution, landscape_verdict, solve_ode, tracking, vector_field
+    from ..theory.plots import plot_ode
+
+    flags = dict(d=d, n_informative=n_informative, n_nuisance=n_nuisance, theta=theta,
+                 beta=beta, noise_std=noise_std, signal_sign=signal_sign, eta0=eta0, k0=k0,
+                 power=power, runs=runs, seed=seed, steps=steps)
+    file_run = {}
+    if config is not None:
+        file_run = load_toml(config).get("run", {})
+        file_run = file_run if isinstance(file_run, dict) else {}
+    defaults = {**MODEL_DEFAULTS, **STEP_DEFAULTS, "steps": 1, "runs": 30, "seed": 0,
+                "engine": "chain"}
+    model, step, run = build_configs(flags, config, defaults)
+    steps_given = steps is not None or "steps" in file_run
+    if rho0 is not None:
+        r0 = _real(rho0, "rho0", None, -1.0, 1.0)
+    elif run.get("initial_alignment") is not None:
+        r0 = float(run["initial_alignment"])
+    else:
+        r0 = RHO0_DEFAULT
+    tmax = _real(t_max, "t_max", None, 0.0, lo_open=True)
+
+    basins = landscape_verdict(model)
+    # An exact interior fixed point (e.g. ρ0 = 0 with --signal-sign random, where Φ' is odd)
+    # is stationary; the numerical solution would leave it through round-off in Φ' (~1e-17)
+    # and report meaningless hitting times, so it is held fixed here.
+    stationary = any(abs(p.rho) < 1.0 and abs(p.rho - r0) <= 1e-12 for p in basins.fixed_points)
+    if stationary:
+        t_end = tmax if tmax is not None else 1.0
+        sol = OdeSolution(model=model, rho0=r0, method="exact", t=np.array([0.0, t_end]),
+                          rho=np.array([r0, r0]), hitting_times={x: math.nan for x in TARGETS},
+                          t_end=t_end, step=step, hitting_steps={x: -1 for x in TARGETS})
+    else:
+        sol = solve_ode(model, r0, tmax, step=step, targets=TARGETS)
+    finite = [h for h in sol.hitting_times.values() if math.isfinite(h)]
+    if tmax is not None:
+        t_win = tmax
+    elif finite and max(finite) > 0:
+        t_win = 1.25 * max(finite)
+    else:  # stationary start or no target reached: 20 time units of the field
+        scale = float(np.max(np.abs(vector_field(model, np.linspace(-1, 1, 201)))))
+        t_win = 20.0 / max(scale, 1e-300)
+        t_win = t_win if stationary else min(sol.t_end, t_win)
+
+    if compare and not steps_given:  # before anything is written
+        k_win = int(step_at_time(step, t_win))
+        if k_win > _K_UNREACHABLE:
+            raise UsageFailure(
+                f"steps: the schedule's total ODE time Σ η_k is below t = {t_win:.4g} "
+                f"(power > 1), so no number of steps reaches it; pass --steps or a smaller "
+                f"--t-max; got power = {step.power:g}")
+        if k_win > _MAX_AUTO_STEPS:
+            raise UsageFailure(
+                f"steps: the schedule needs {k_win:,} steps to reach t = {t_win:.4g} (more "
+                f"than {_MAX_AUTO_STEPS:,}); pass --steps or a smaller --t-max; got no --steps")
+        run["steps"] = max(k_win, 1)
+
+    t_grid = np.linspace(0.0, t_win, 601)
+    traj = pd.DataFrame({"t": t_grid, "step": np.asarray(step_at_time(step, t_grid)),
+                         "rho": sol(t_grid)})
+    _write_parquet(traj, out_dir / "trajectory.parquet")
+
+    result = tr = None
+    if compare:
+        run["initial_alignment"] = r0
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", NotRobbinsMonroWarning)
+            warnings.simplefilter("always", DivergenceWarning)
+            with progress_bar(int(run["steps"]), f"{run['engine']} · {run['runs']} runs",
+                              not quiet) as adv:
+                result = simulate(model, step, progress=adv, **run)
+        for w in caught:
+            if issubclass(w.category, (NotRobbinsMonroWarning, DivergenceWarning)):
+                console.print(f"[yellow]warning:[/] {w.message}")
+        result.save(out_dir / "simulation")
+        if bool(np.all(result.diverged)):
+            raise UsageFailure("runs: every simulated run diverged (try a smaller --eta0); "
+                               f"got {int(result.diverged.size)} diverged runs")
+        T = min(t_win, float(result.ode_time[-1]))
+        tr = tracking(result, model, T)
+        ok = ~np.asarray(result.diverged, dtype=bool)
+        keep = np.asarray(result.ode_time) <= tr.T + 1e-12 * max(1.0, tr.T)
+        vals = np.asarray(result.alignment, dtype=np.float64)[ok][:, keep]
+        if tr.mode == "abs":
+            vals = np.abs(vals)
+        cmp = pd.DataFrame({"t": tr.t, "step": tr.steps, "sim_mean": tr.sim_mean,
+                            "sim_se": tr.sim_se, "sim_q10": np.quantile(vals, 0.1, axis=0),
+                            "sim_q90": np.quantile(vals, 0.9, axis=0), "ode": tr.ode})
+        cmp["mode"] = tr.mode
+        _write_parquet(cmp, out_dir / "compare.parquet")
+
+    paths = []
+    if plot:
+        with progress_bar(1, "figure", not quiet) as adv:
+            paths = plot_ode(model, r0, out_dir / "ode", step=step, result=result,
+                             t_max=t_win, targets=TARGETS,
+                             band="quantile", T=None if tr is None else tr.T, solution=sol)
+            adv(1)
+
+    out.print(f"ODE from ρ0 = {r0:+.6g}; {_model_line(model)}", soft_wrap=True)
+    out.print(f"schedule: {step.describe()}", soft_wrap=True)
+    table = Table(title="hitting times of |ρ| = target")
+    table.add_column("target |ρ|", justify="right")
+    table.add_column("ODE time t", justify="right")
+    table.add_column("step k", justify="right")
+    for x in TARGETS:
+        h = sol.hitting_times[x]
+        k = sol.hitting_steps[x]
+        if stationary:
+            table.add_row(f"{x:g}", "never (ρ0 is a fixed point)", "—")
+        elif not math.isfinite(h):
+            reached = "not reached" + (f" by t = {tmax:g}" if tmax is not None else "")
+            table.add_row(f"{x:g}", reached, "—")
+        else:
+            ks = "never (Σ η_k < t)" if k > _K_UNREACHABLE else f"{k:,}"
+            table.add_row(f"{x:g}", f"{h:.8g}", ks)
+    out.print(table)
+    att = basins.attractor_of(r0)
+    if att is None:
+        out.print(f"ρ0 = {r0:+.6g} is a repelling fixed point: the ODE stays there",
+                  soft_wrap=True)
+    else:
+        out.print(f"ρ0 = {r0:+.6g} lies in the basin of ρ = {att:+g}", soft_wrap=True)
+    _print_fixed_points(basins, "exact")
+    if tr is not None:
+        what = "|ρ|" if tr.mode == "abs" else "ρ"
+        out.print(f"simulation: {tr.runs} {run['engine']}-engine runs of {int(run['steps']):,} "
+                  f"steps from ρ0 = {r0:+.6g} (seed {run['seed']})", soft_wrap=True)
+        out.print(f"max gap |mean {what} − ODE| = {tr.gap:.4g} at t = {tr.gap_time:.4g} "
+                  f"(over t <= {tr.T:.4g}); ODE inside mean ± 1.96 se at "
+                  f"{tr.fraction_inside:.0%} of the records", soft_wrap=True)
+    files = [out_dir / "trajectory.parquet", *paths]
+    if tr is not None:
+        files += [out_dir / "compare.parquet", out_dir / "simulation"]
+    out.print(f"written to {out_dir}/: " + ", ".join(p.name for p in files), soft_wrap=True)
