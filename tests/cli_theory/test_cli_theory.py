@@ -89,6 +89,21 @@ def test_landscape_one_method_random_sign(tmp_path, capsys):
     assert 0.0 in [r for r, _, _ in got]  # Φ even: ρ = 0 is a fixed point
 
 
+@pytest.mark.parametrize("beta, n_nuisance, warned", [(3.0, 12, True), (1.0, 400, False)])
+def test_landscape_says_when_the_asymptotic_limit_is_unreliable(beta, n_nuisance, warned,
+                                                                tmp_path, capsys):
+    # the closed form needs R + N ≫ e^{β²}: 16 ≪ e⁹ ≈ 8 103, while 404 / e ≈ 149 is comfortable
+    args = ["landscape", "--d", "10", "--n-informative", "4", "--n-nuisance", str(n_nuisance),
+            "--theta", "1", "--beta", str(beta), "--methods", "asymptotic", "--points", "11",
+            "--out", str(tmp_path / "ls"), "--quiet", "--no-plot"]
+    assert main(args) == 0
+    captured = capsys.readouterr()
+    text = captured.out + captured.err
+    assert ("not reliable" in text) is warned, text
+    if warned:
+        assert "8.1e+03" in text  # e^{β²} printed
+
+
 def test_ode_end_to_end(tmp_path, capsys):
     out = tmp_path / "ode"
     rc = main(["ode", *MODEL_ARGS, *STEP_ARGS, "--rho0", "0.1", "--out", str(out), "--quiet"])

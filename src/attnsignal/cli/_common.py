@@ -116,4 +116,6 @@ def progress_bar(total: int, description: str, enabled: bool = True) -> Iterator
 def fmt(x: float, digits: int = 4) -> str:
     if x is None or (isinstance(x, float) and not math.isfinite(x)):
         return "—"
+    if x != 0 and not 1e-3 <= abs(x) < 1e6:  # fixed point would be unreadable
+        return f"{x:.{digits}e}"
     return f"{x:.{digits}f}"

@@ -183,6 +183,7 @@ def landscape_cmd(
     OUT/landscape.{png,pdf} with the methods overlaid and the fixed points marked.
     """
     from ..theory import landscape, landscape_verdict
+    from ..theory.asymptotic import asymptotic_reliability
     from ..theory.plots import plot_landscape
 
     flags = dict(d=d, n_informative=n_informative, n_nuisance=n_nuisance, theta=theta,
@@ -205,6 +206,12 @@ def landscape_cmd(
     rows = _subgrid(n_points, 11)  # the printed subgrid
     mc_idx = np.union1d(_subgrid(n_points, n_mc), rows)  # mc on a subgrid holding the rows
     fp_method = next(m for m in ("exact", "asymptotic", "mc") if m in meths)
+    std = model.standardized()
+    reliability = asymptotic_reliability(model.n_informative, model.n_nuisance, std.beta)
+    if "asymptotic" in meths and reliability < 10.0:
+        console.print(f"[yellow]note:[/] the asymptotic limit needs R + N ≫ e^(βσ)² = "
+                      f"{math.exp(min(std.beta ** 2, 700.0)):.3g}; here R + N = "
+                      f"{model.n_informative + model.n_nuisance:,}, so its curve is not reliable")
     stages = len(meths) + 1 + int(plot)
     results = {}
     with progress_bar(stages, "landscape", not quiet) as adv:

@@ -65,6 +65,8 @@ def run_e1(plan: Plan, ctx: Context) -> tuple[Section, dict[str, Any]]:
                                    n_samples=plan.theory_samples, plateau=False)
     r1000 = results[plan.e1_big_d]
     fin1000 = np.abs(r1000.final_alignment)
+    seen = {d: _first_reach(res, 0.9965) for d, res in results.items()}
+    meas["e1_measured_samples_d100"] = seen[m100.d]
     meas.update({
         "e1_d1000_mean_final_abs": float(fin1000.mean()),
         "e1_d1000_sd_final_abs": float(fin1000.std(ddof=1)),
@@ -135,12 +137,21 @@ def run_e1(plan: Plan, ctx: Context) -> tuple[Section, dict[str, Any]]:
     sec.table(
         [[f"d = {m100.d}", f"{meas['e1_mean_final_abs']:.4f} ± {meas['e1_sd_final_abs']:.4f}",
           f"{meas['e1_min_final_abs']:.4f}", f"{meas['e1_fraction_plus']:.0%}",
-          _fmt_steps(pred[m100.d])],
+          _fmt_steps(pred[m100.d]), _fmt_seen(seen[m100.d], plan.e1_steps)],
          [f"d = {plan.e1_big_d}", f"{meas['e1_d1000_mean_final_abs']:.4f} ± {meas['e1_d1000_sd_final_abs']:.4f}",
           f"{fin1000.min():.4f}", f"{(r1000.final_alignment > 0).mean():.0%}",
-          _fmt_steps(pred[plan.e1_big_d])]],
+          _fmt_steps(pred[plan.e1_big_d]), _fmt_seen(seen[plan.e1_big_d], plan.e1_steps)]],
         header=["dimension", "final |ρ| (mean ± sd)", "min", "runs at +ξ",
-                "samples the finite-step theory predicts for 0.9965"],
+                "samples the finite-step theory predicts for 0.9965",
+                "samples at which the mean |ρ| reached 0.9965"],
+    )
+    ratio = seen[m100.d] / _steps_of(pred[m100.d])
+    sec.para(
+        "The prediction is the later of the ODE's hitting step and the step where the "
+        "constant-step plateau passes 0.9965 — a quasi-static figure that assumes |ρ| "
+        "settles on its plateau at once, so it is a lower bound"
+        + (f": at d = {m100.d} the runs took {ratio:.2f}× the predicted samples."
+           if np.isfinite(ratio) else ".")
     )
     sec.figure(ctx.figures / "e1_headline.png",
                "Every run (thin), the mean, the 10–90 % band and the limiting ODE from the same starts.")
@@ -158,6 +169,17 @@ def run_e1(plan: Plan, ctx: Context) -> tuple[Section, dict[str, Any]]:
         f"{meas['e1_chain_seconds_per_sample'] * 1e6:.1f} µs."
     )
     return sec, meas
+
+
+def _first_reach(res: Any, target: float) -> float:
+    """First recorded step at which the mean |ρ| over runs is ``>= target`` (NaN if never)."""
+    mean = np.abs(res.alignment).mean(axis=0)
+    hit = np.flatnonzero(mean >= target)
+    return float(res.steps[hit[0]]) if hit.size else float("nan")
+
+
+def _fmt_seen(v: float, budget: int) -> str:
+    return f"not within {budget:,}" if not np.isfinite(v) else f"{v:,.0f}"
 
 
 def _steps_of(pred: Any) -> float:
