@@ -211,3 +211,11 @@ def test_help_and_bad_input_from_a_subprocess():
     assert res.returncode == 2
     assert res.stderr.strip().splitlines() == [
         "attnsignal: error: rho0: must be a number in [-1, 1]; got -3"]
+
+
+def test_a_probability_near_one_is_not_printed_as_one():
+    from attnsignal.cli.theory import _probability
+
+    assert _probability(1.0 - 3.868e-05) == "1 − 3.87e-05"
+    assert _probability(0.8652) == "0.8652" and _probability(1.0) == "1"
+    assert _probability(3.868e-05) == "3.868e-05"

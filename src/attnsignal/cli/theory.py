@@ -142,9 +142,16 @@ def _print_fixed_points(basins, method: str) -> None:
             lo = "[" if b.lo == b.attractor else "("
             hi = "]" if b.hi == b.attractor else ")"
             bt.add_row(f"{b.attractor:+.6f}", f"{lo}{b.lo:+.4f}, {b.hi:+.4f}{hi}",
-                       f"{b.probability_uniform_start:.4g}")
+                       _probability(b.probability_uniform_start))
         out.print(bt)
     out.print(f"verdict: {basins.verdict}", soft_wrap=True)
+
+
+def _probability(p: float) -> str:
+    """4 significant digits, but ``1 − 3.87e-05`` rather than a ``1`` that hides the rest."""
+    if 0.0 < 1.0 - p < 1e-3:
+        return f"1 − {1.0 - p:.3g}"
+    return f"{p:.4g}"
 
 
 def _model_line(model) -> str:
