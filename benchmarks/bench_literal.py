@@ -24,14 +24,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--N", type=int, default=1000)
     ap.add_argument("--runs", type=int, default=30)
     ap.add_argument("--batch", type=int, default=1)
-    ap.add_argument("--steps", type=int, default=2)
+    ap.add_argument("--steps", type=int, default=None,
+                    help="steps per measurement (default: 2 at d >= 500, else 20)")
     a = ap.parse_args(argv)
     configs = [(a.d, a.R, a.N)]
     if argv is None and len(sys.argv) == 1:  # default: also a small-d configuration
         configs.append((50, 5, 45))
     for d, R, N in configs:
         rows = literal_vs_naive(d=d, n_informative=R, n_nuisance=N, runs=a.runs,
-                                batch=a.batch, steps=a.steps if d >= 500 else 20)
+                                batch=a.batch,
+                                steps=a.steps if a.steps is not None else (2 if d >= 500 else 20))
         print(format_bench(rows))
     return 0
 

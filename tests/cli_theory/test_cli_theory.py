@@ -219,3 +219,13 @@ def test_a_probability_near_one_is_not_printed_as_one():
     assert _probability(1.0 - 3.868e-05) == "1 − 3.87e-05"
     assert _probability(0.8652) == "0.8652" and _probability(1.0) == "1"
     assert _probability(3.868e-05) == "3.868e-05"
+
+
+def test_landscape_shows_a_progress_bar_unless_quiet(tmp_path, capsys):
+    args = ["landscape", *MODEL_ARGS, "--methods", "exact", "--points", "11", "--no-plot",
+            "--out", str(tmp_path / "ls")]
+    assert main(args) == 0
+    loud = capsys.readouterr()
+    assert "landscape" in loud.err and "2/2" in loud.err and "eta" in loud.err, loud.err  # method + fixed points
+    assert main([*args, "--quiet"]) == 0
+    assert "2/2" not in capsys.readouterr().err

@@ -136,3 +136,17 @@ def test_a_diverging_run_is_flagged_and_the_others_go_on():
         r = asg.simulate(model, asg.StepSize(1e308, power=0.75), steps=4, runs=2)
     assert r.diverged.all() and np.all(np.isnan(r.alignment[:, -1]))
     assert r.to_frame()["diverged"].all()
+
+
+@pytest.mark.parametrize("eta", [1e200, 1e300])
+def test_a_step_so_large_that_the_norm_overflows_still_gives_a_unit_query(eta):
+    # ‖q + ηg‖² overflows float64 although q + ηg is finite: the update must rescale before
+    # normalising (as the exact engines do) instead of dividing by inf and zeroing q
+    model = asg.ModelConfig(d=20, n_informative=10, n_nuisance=40, theta=1.0)
+    r = asg.simulate(model, asg.StepSize(eta), steps=3, runs=4, seed=3)
+    assert not r.diverged.any()
+    np.testing.assert_allclose(np.linalg.norm(r.q_final, axis=1), 1.0, rtol=0, atol=1e-12)
+    assert np.all(np.isfinite(r.alignment)) and np.all(np.abs(r.final_alignment) > 0)
+    p = asg.simulate(model, asg.StepSize(eta), steps=3, runs=4, seed=3, engine="projected")
+    assert not p.diverged.any()
+    np.testing.assert_allclose(np.linalg.norm(p.q_final, axis=1), 1.0, rtol=0, atol=1e-12)

@@ -91,6 +91,16 @@ CLI_BAD = [
     (["--update", "x"], "update: must be one of 'projected', 'riemannian'; got 'x'"),
     (["--signal-sign", "x"], "signal_sign: must be one of 'fixed', 'random'; got 'x'"),
     (["--no-such-flag", "1"], "No such option: --no-such-flag"),
+    # non-integer counts, non-finite reals, the other side of the alignment range
+    (["--n-informative", "1.5"], "n_informative: must be an integer >= 1; got 1.5"),
+    (["--n-nuisance", "2.0"], "n_nuisance: must be an integer >= 0; got 2.0"),
+    (["--steps", "1.5"], "steps: must be an integer >= 1; got 1.5"),
+    (["--runs", "2.5"], "runs: must be an integer >= 1; got 2.5"),
+    (["--batch", "1.5"], "batch: must be an integer >= 1; got 1.5"),
+    (["--record-every", "1.5"], "record_every: must be an integer >= 1 (or None); got 1.5"),
+    (["--theta", "inf"], "theta: must be a finite number >= 0; got inf"),
+    (["--eta0", "nan"], "eta0: must be a finite number > 0; got nan"),
+    (["--initial-alignment", "-2"], "initial_alignment: must be a number in [-1, 1] (or None); got -2"),
 ]
 
 
@@ -119,3 +129,32 @@ def test_cli_rejects_bad_config_file(tmp_path, capsys):
     cfg.write_text("[model\n")
     assert main(["run", "--config", str(cfg)]) == 2
     assert "config: not valid TOML" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("toml,expected", [
+    ("[model]\ntheta = nan\n", "theta: must be a finite number >= 0; got nan"),
+    ("[run]\nruns = 1.5\n", "runs: must be an integer >= 1; got 1.5"),
+    ("[run]\nengine = \"warp\"\n", "engine: must be one of 'literal', 'projected', 'chain'; got 'warp'"),
+    ("[step]\npower = -1\n", "power: must be a finite number >= 0; got -1"),
+    ("[model]\nn_informative = 0\n", "n_informative: must be an integer >= 1; got 0"),
+])
+def test_cli_rejects_bad_values_in_a_config_file(toml, expected, tmp_path, capsys):
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(toml)
+    out = tmp_path / "o"
+    assert main(["run", "--config", str(cfg), "--out", str(out)]) == 2
+    lines = [l for l in capsys.readouterr().err.splitlines() if l.strip()]
+    assert len(lines) == 1 and expected in lines[0], lines
+    assert not out.exists()
+
+
+def test_cli_warns_about_a_schedule_that_is_not_robbins_monro(tmp_path, capsys):
+    import json
+
+    out = tmp_path / "o"
+    rc = main(["run", "--d", "5", "--n-informative", "2", "--n-nuisance", "3", "--power", "0.3",
+               "--steps", "5", "--runs", "2", "--out", str(out), "--quiet", "--no-plot"])
+    assert rc == 0
+    err = " ".join(capsys.readouterr().err.split())  # rich may wrap the line
+    assert "not Robbins" in err and "0.3" in err, err
+    assert json.loads((out / "manifest.json").read_text())["robbins_monro"] is False

@@ -17,17 +17,18 @@ GOOD = {
     "e4_stable_interior": 0,
     "e4_monotone_configs": 13,
     "e4_configs": 13,
+    "e1_literal_z": 0.7,
 }
 
 
 def test_all_claims_hold_on_good_figures():
     rows = check_claims(GOOD)
-    assert len(rows) == 5
+    assert len(rows) == 6
     assert claims_failed(rows) == []
-    assert [r.verdict for r in rows].count("PASS") == 4
+    assert [r.verdict for r in rows].count("PASS") == 5
     assert rows[3].verdict.startswith("holds only when")
     md = claims_table_markdown(rows)
-    assert md.count("\n") == 6 and "PASS" in md
+    assert md.count("\n") == 7 and "PASS" in md
 
 
 @pytest.mark.parametrize(
@@ -41,6 +42,8 @@ def test_all_claims_hold_on_good_figures():
         ("e3_max_nuisance_dense", 0.3, 3),
         ("e3_mass_weak", 0.5, 3),
         ("e4_stable_interior", 1, 4),
+        ("e1_literal_z", 6.0, 5),   # the literal spot check disagrees with the chain
+        ("e1_literal_z", -4.5, 5),
     ],
 )
 def test_a_violated_claim_fails(key, value, which):

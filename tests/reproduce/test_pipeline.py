@@ -80,10 +80,31 @@ def test_reduced_reproduction_writes_every_section_and_figure(reduced):
             any((out / "data").glob(f"{name}_*.parquet")), name
 
 
+def test_each_section_reports_what_the_paper_asks_for(reduced):
+    out, res = reduced
+    md = (out / "report.md").read_text()
+    sec = {h.split("\n", 1)[0]: h for h in md.split("\n## ")[1:]}
+    e1 = next(v for k, v in sec.items() if k.startswith("E1"))
+    assert "| d = 20 |" in e1 and "| d = 60 |" in e1  # both dimensions
+    assert "samples the finite-step theory predicts for 0.9965" in e1
+    assert "Literal spot check" in e1 and "z = " in e1
+    e2 = next(v for k, v in sec.items() if k.startswith("E2"))
+    assert "steps to 0.99" in e2 and "runs reaching 0.99" in e2
+    assert e2.count("\n| 0.25 |") == 2 and e2.count("\n| 1 |") == 2  # θ × N/R cells
+    e3 = next(v for k, v in sec.items() if k.startswith("E3"))
+    assert "alignment → 1 does not imply filtering" in e3 and "p(|ρ|)" in e3
+    e4 = next(v for k, v in sec.items() if k.startswith("E4"))
+    assert "Fraction at +ξ" in e4 and "the ODE basins predict" in e4
+    e5 = next(v for k, v in sec.items() if k.startswith("E5"))
+    assert "Gap/η0" in e5 and "largest gap" in e5
+    meas = json.loads((out / "measurements.json").read_text())
+    assert len(meas["e5_gaps"]) == 2 and "e1_literal_z" in meas
+
+
 def test_claims_table_parses_and_matches_claims_json(reduced):
     out, res = reduced
     rows = _claims_rows((out / "report.md").read_text())
-    assert len(rows) == 5
+    assert len(rows) == 6  # five claims of the paper and the literal spot check
     for claim, measured, tolerance, verdict in rows:
         assert claim and measured and tolerance
         assert VERDICT.match(verdict), verdict
@@ -128,5 +149,62 @@ def test_cli_rejects_bad_options_with_one_line(argv, field, tmp_path, capsys):
     code = main(["reproduce", "--quick", "--out", str(tmp_path / "r"), *argv])
     err = capsys.readouterr().err.strip()
     assert code == 2
+    assert len(err.splitlines()) == 1 and err.startswith(f"attnsignal: error: {field}"), err
+    assert not (tmp_path / "r").exists()
+
+
+def test_sweeps_get_the_executor_options(monkeypatch, tmp_path):
+    """Small sweeps run in-process (no workers to size); the others, and every Dask sweep,
+    get the executor, scheduler and workers as given."""
+    import attnsignal.sweep as sw
+    from attnsignal.reproduce.context import Context, sweep_spec
+
+    calls = []
+    real = sw.run_sweep
+
+    def spy(spec, out, **kw):
+        calls.append(kw)
+        return real(spec, out, **{**kw, "executor": "serial", "scheduler": None,
+                                  "workers": None})
+
+    monkeypatch.setattr(sw, "run_sweep", spy)
+    spec = sweep_spec(ModelConfig(d=5, n_informative=2, n_nuisance=3, theta=1.0),
+                      StepSize(0.05), seed=1, runs=2, steps=5)
+    Context(tmp_path / "a", executor="local", workers=2, progress=False).sweep("S", spec, small=True)
+    Context(tmp_path / "b", executor="local", workers=2, progress=False).sweep("S", spec)
+    Context(tmp_path / "c", executor="dask", scheduler="tcp://h:8786",
+            progress=False).sweep("S", spec, small=True)
+    got = [(c["executor"], c["scheduler"], c["workers"]) for c in calls]
+    assert got == [("serial", None, None), ("local", None, 2), ("dask", "tcp://h:8786", None)]
+
+
+def test_cli_passes_the_executor_options_through(monkeypatch, tmp_path):
+    import attnsignal.reproduce as rp
+    from attnsignal.cli import main
+
+    seen = {}
+
+    class Fake:
+        claims, failed, timings = [], [], {"total": 0.0}
+
+    def fake(out, **kw):
+        seen.update(kw)
+        return Fake()
+
+    monkeypatch.setattr(rp, "reproduce", fake)
+    assert main(["reproduce", "--quick", "--quiet", "--out", str(tmp_path / "r"),
+                 "--executor", "dask", "--scheduler", "tcp://h:8786"]) == 0
+    assert (seen["executor"], seen["scheduler"], seen["workers"]) == ("dask", "tcp://h:8786", None)
+
+
+@pytest.mark.parametrize("argv,field", [
+    (["--scheduler", "tcp://h:8786"], "scheduler"),  # a scheduler needs --executor dask
+    (["--executor", "dask", "--scheduler", "tcp://h:8786", "--workers", "2"], "workers"),
+])
+def test_bad_executor_combinations_fail_before_anything_is_written(argv, field, tmp_path, capsys):
+    from attnsignal.cli import main
+
+    assert main(["reproduce", "--quick", "--out", str(tmp_path / "r"), *argv]) == 2
+    err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and err.startswith(f"attnsignal: error: {field}"), err
     assert not (tmp_path / "r").exists()

@@ -211,3 +211,35 @@ def test_two_sweeps_cannot_run_in_one_directory(tmp_path):
         with pytest.raises(SweepStoreError, match="another sweep is running"):
             run_sweep(TINY, out, executor="serial", progress=False)
     assert run_sweep(TINY, out, executor="serial", progress=False).ok
+
+
+def test_a_new_package_version_names_new_shards_and_recomputes_them(tmp_path, monkeypatch):
+    import attnsignal.sweep.tasks as tasks_mod
+
+    out = tmp_path / "s"
+    assert run_sweep(TINY, out, executor="serial", chunk_runs=4, progress=False).ok
+    old = {p.name for p in _shards(out)}
+    before = load_sweep(out)
+    monkeypatch.setattr(tasks_mod, "__version__", "999.0")  # the shard key hashes the version
+    report = run_sweep(TINY, out, executor="serial", chunk_runs=4, progress=False)
+    assert report.ok and report.computed == 4 and report.skipped == 0
+    new = {p.name for p in _shards(out)} - old
+    assert len(new) == 4
+    pd.testing.assert_frame_equal(load_sweep(out), before, check_exact=True)  # no duplicates
+
+
+def test_a_worker_of_another_version_refuses_the_task(tmp_path):
+    import dataclasses
+
+    from attnsignal.sweep.tasks import run_task
+
+    task = plan_tasks(SweepSpec.from_dict(TINY), tmp_path / "s", chunk_runs=4)[0]
+    with pytest.raises(RuntimeError, match="planned with 0.0.1"):
+        run_task(dataclasses.replace(task, version="0.0.1"))
+    assert not Path(task.path).exists()
+
+
+def test_the_progress_bar_counts_tasks_with_an_eta(tmp_path, capsys):
+    assert run_sweep(TINY, tmp_path / "s", executor="serial", chunk_runs=4, progress=True).ok
+    err = capsys.readouterr().err
+    assert "4/4" in err and "eta" in err, err

@@ -31,6 +31,19 @@ def test_constant_step_plateau_matches_long_chain(chain_simulate, update, eta):
     assert (1 - a.mean()) / (1 - pred) == pytest.approx(1.0, abs=0.10)
 
 
+@pytest.mark.parametrize("batch", [2, 4])
+def test_constant_step_plateau_with_a_minibatch_matches_long_chain(chain_simulate, batch):
+    # V_B = |E g|² + (V − |E g|²)/B: a minibatch lifts the plateau; same 10 % tolerance
+    eta = 3e-3 * batch
+    pred = constant_step_plateau(MODEL, eta, batch, n_samples=50_000)
+    single = constant_step_plateau(MODEL, eta, 1, n_samples=50_000)
+    assert pred > single
+    res = chain_simulate(MODEL, StepSize(eta, 1000, 0.0), steps=30_000, runs=40, batch=batch,
+                         update="riemannian", initial_alignment=0.9, seed=3, record_every=250)
+    a = np.abs(res.alignment[:, res.alignment.shape[1] // 4:])
+    assert (1 - a.mean()) / (1 - pred) == pytest.approx(1.0, abs=0.10)
+
+
 def test_plateau_first_order_scaling():
     # 1 − ρ* ≈ η V(1) / (4 Φ'(1)) for small η (riemannian)
     eta = 2e-4

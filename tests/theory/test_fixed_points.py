@@ -25,6 +25,20 @@ def test_large_d_over_L_has_an_interior_minimum_and_two_attractors(method):
     assert b.attractor_of(rho_star + 1e-3) == 1.0 and b.attractor_of(rho_star - 1e-3) == -1.0
     assert b.attractor_of(rho_star) is None
     assert sum(x.probability_uniform_start for x in b.basins) == pytest.approx(1.0)
+    # the basins are the intervals either side of ρ*
+    assert [(x.attractor, x.lo, x.hi) for x in b.basins] == [(-1.0, -1.0, rho_star),
+                                                             (1.0, rho_star, 1.0)]
+
+
+def test_monte_carlo_fixed_points_find_the_same_structure():
+    # the mc Φ' is noisy: ρ* within 0.06 of the exact −0.3406; and β = 13 (beyond the exact
+    # method's range) still works with mc alone
+    pts = fixed_points(ModelConfig(1000, 10, 200, 0.25), "mc")
+    assert [(p.kind, p.stable) for p in pts] == [
+        ("endpoint-max", True), ("interior-min", False), ("endpoint-max", True)]
+    assert abs(pts[1].rho - (-0.3406)) < 0.06
+    hot = fixed_points(ModelConfig(10, 2, 3, 0.5, beta=13.0), "mc")
+    assert hot[0].rho == -1.0 and hot[-1].rho == 1.0
 
 
 @pytest.mark.parametrize("method", ["exact", "asymptotic"])

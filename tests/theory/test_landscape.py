@@ -193,6 +193,70 @@ def test_exact_is_stable_for_huge_token_counts():
         ex._H_U = old
 
 
+def _adaptive_reference(R: int, N: int, d: int, theta: float, beta: float, rho: float) -> float:
+    """Φ(ρ) through 1/S² = ∫ t e^{−tS} dt with every integral done by ``scipy.integrate.quad``
+    (adaptive, nested) — an implementation independent of :mod:`attnsignal.theory.exact`.
+
+    With ``φ_c(t) = E e^{−t w}`` per token class ``c`` and ``⟨g⟩_c = E[g e^{−t w}]/φ_c``
+    (``w = e^{βs}``, ``s ~ N(μ_c, 1)``), ``E[F(a)/S²] = ∫ t φ_I^R φ_N^N K(t) dt`` where ``K``
+    collects the token moments of ``A² S²``, ``m² S²`` and ``Σ w²``.
+    """
+    import math
+    import warnings
+
+    from scipy.integrate import IntegrationWarning, quad
+
+    def gauss(fun, mu):
+        f = lambda y: fun(mu + y) * math.exp(-0.5 * y * y) / math.sqrt(2 * math.pi)  # noqa: E731
+        return sum(quad(f, a, b, epsabs=0, epsrel=2e-14, limit=400)[0]
+                   for a, b in [(-40, -5), (-5, 0), (0, 5), (5, 12), (12, 40)])
+
+    def token_class(t, mu):
+        om = gauss(lambda s: -math.expm1(-t * math.exp(beta * s)), mu)  # 1 − φ, accurately
+        if om < 0.5:
+            logphi, phi = math.log1p(-om), 1 - om
+        else:
+            phi = gauss(lambda s: math.exp(-t * math.exp(beta * s)), mu)
+            if phi <= 0:
+                return -math.inf, 0.0, 0.0, 0.0, 0.0
+            logphi = math.log(phi)
+        E = lambda g: gauss(lambda s: g(s) * math.exp(-t * math.exp(beta * s)), mu) / phi  # noqa: E731
+        return (logphi, E(lambda s: math.exp(beta * s)), E(lambda s: math.exp(2 * beta * s)),
+                E(lambda s: s * math.exp(beta * s)), E(lambda s: s * s * math.exp(2 * beta * s)))
+
+    mu = theta * rho
+    scale = R * math.exp(beta * mu + beta * beta / 2) + N * math.exp(beta * beta / 2)  # E S
+    c = theta * theta * (1 - rho * rho)
+
+    def integrand(u):
+        t = math.exp(u) / scale
+        lI, wI, w2I, wsI, w2s2I = token_class(t, mu)
+        lN, wN, w2N, wsN, w2s2N = token_class(t, 0.0)
+        ell = R * lI + N * lN
+        if ell < -740:
+            return 0.0
+        tot = R * wsI + N * wsN
+        K = (R * w2s2I + N * w2s2N + tot ** 2 - R * wsI ** 2 - N * wsN ** 2
+             + c * (R * w2I + R * (R - 1) * wI ** 2) + (d - 1) * (R * w2I + N * w2N))
+        return t * t * math.exp(ell) * K  # dt = t du
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", IntegrationWarning)
+        return sum(quad(integrand, a, b, epsabs=0, epsrel=1e-12, limit=200)[0]
+                   for a, b in [(-30, -5), (-5, 0), (0, 2), (2, 5), (5, 30)])
+
+
+@pytest.mark.parametrize("R,N,d,theta,beta,rho", [
+    (10**6, 10**6, 100, 0.25, 1.0, 0.35),
+    (10**6, 3, 1000, 1.5, 2.0, -0.9),
+    (3, 10**6, 10, 0.25, 3.0, 1.0),
+])
+def test_exact_is_accurate_to_1e8_at_a_million_tokens(R, N, d, theta, beta, rho):
+    ref = _adaptive_reference(R, N, d, theta, beta, rho)
+    got = float(phi_exact(R, N, d, theta, beta, np.array([rho]))[0][0])
+    assert got == pytest.approx(ref, rel=1e-8, abs=0)
+
+
 def test_landscape_shapes_and_frame():
     m = ModelConfig(10, 2, 3, 1.0)
     s = landscape(m, 0.3)
@@ -226,3 +290,18 @@ def test_exact_refuses_extreme_beta():
         landscape(ModelConfig(10, 2, 3, 1.0, beta=20.0), 0.0)
     assert np.isfinite(landscape(ModelConfig(10, 2, 3, 1.0, beta=20.0), 0.0, "mc",
                                  n_samples=100).phi)
+
+
+def test_monte_carlo_uses_common_random_numbers_across_the_grid():
+    # one set of draws serves every ρ: a point's value does not depend on the rest of the grid,
+    # and a central difference of Φ equals the Φ' estimate far inside one standard error
+    m = ModelConfig(20, 3, 8, 1.0, 1.5)
+    alone = landscape(m, [0.3], "mc", n_samples=20_000, seed=1)
+    grid = landscape(m, [-0.5, 0.3, 0.9], "mc", n_samples=20_000, seed=1)
+    assert grid.phi[1] == pytest.approx(alone.phi[0], rel=1e-12)
+    h = 1e-4
+    pm = landscape(m, [0.3 - h, 0.3 + h], "mc", n_samples=20_000, seed=1)
+    fd = (pm.phi[1] - pm.phi[0]) / (2 * h)
+    assert abs(fd - alone.dphi[0]) < 1e-3 * alone.dphi_stderr[0]
+    other = landscape(m, [0.3], "mc", n_samples=20_000, seed=2)
+    assert other.phi[0] != alone.phi[0]  # the seed does matter

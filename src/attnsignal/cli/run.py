@@ -41,7 +41,13 @@ _H = "(default: {})"
 
 
 def _opt(name: str, help_: str):
-    return typer.Option(None, f"--{name.replace('_', '-')}", help=f"{help_} {_H.format(RUN_DEFAULTS[name])}",
+    # values arrive as text so that the configs' validator, not click, words every rejection;
+    # the metavar says what the text must be
+    default = RUN_DEFAULTS[name]
+    metavar = ("INT" if "integer" in help_ else
+               "NAME" if isinstance(default, str) else "NUMBER")
+    text = help_ if default is None else f"{help_} {_H.format(default)}"
+    return typer.Option(None, f"--{name.replace('_', '-')}", help=text, metavar=metavar,
                         show_default=False)
 
 

@@ -229,16 +229,7 @@ def landscape_cmd(
             else:
                 results[m] = landscape(model, rho, m)
             adv(1)
-        try:
-            basins = landscape_verdict(model, fp_method)
-        except ConfigError:
-            if fp_method != "mc":
-                raise
-            # mc fixed points classify the ends with the exact Φ' (βσ <= 12 only)
-            fp_method = "asymptotic"
-            console.print("[yellow]note:[/] fixed points from the asymptotic Φ' "
-                          "(βσ > 12 is outside the exact method's range)")
-            basins = landscape_verdict(model, fp_method)
+        basins = landscape_verdict(model, fp_method)
         adv(1)
         paths = []
         if plot:

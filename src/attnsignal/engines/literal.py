@@ -74,7 +74,18 @@ def advance(
                 g -= np.einsum("rd,rd->r", g, q[idx])[:, None] * q[idx]
             with np.errstate(over="ignore", invalid="ignore"):
                 qn = q[idx] + eta * g
-                qn /= np.linalg.norm(qn, axis=1, keepdims=True)
+                nrm = np.linalg.norm(qn, axis=1, keepdims=True)
+                big = ~(np.isfinite(nrm[:, 0]) & (nrm[:, 0] > 0))
+                if big.any():
+                    # ‖q + ηg‖² overflowed: rescale by the largest entry before normalising,
+                    # as the exact engines do; an infinite or NaN entry makes the run NaN
+                    sub = qn[big]
+                    mx = np.max(np.abs(sub), axis=1, keepdims=True)
+                    ok = np.isfinite(mx) & (mx > 0)
+                    sub = np.where(ok, sub / np.where(ok, mx, 1.0), np.nan)
+                    qn[big] = sub
+                    nrm[big] = np.linalg.norm(sub, axis=1, keepdims=True)
+                qn /= nrm
             q[idx] = qn
             rho[idx] = qn @ xi
             mass[idx] = informative_mass(alpha, R).mean(axis=1)

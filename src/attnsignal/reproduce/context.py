@@ -79,8 +79,10 @@ class Context:
         store = self.data / f"{name}-{sp.identity()[:12]}"
         executor = "serial" if small and self.executor == "local" else self.executor
         extra = {"chunk_runs": int(spec["sweep"]["runs"])} if executor == "serial" else {}
+        # the serial executor has no workers to size
+        workers = None if executor == "serial" else self.workers
         report = run_sweep(sp, store, executor=executor, scheduler=self.scheduler, **extra,
-                           workers=self.workers, progress=self.progress)
+                           workers=workers, progress=self.progress)
         if getattr(report, "failed", None):
             raise RuntimeError(f"sweep {name}: {len(report.failed)} task(s) failed: {report.failed}")
         frame = load_sweep(store)

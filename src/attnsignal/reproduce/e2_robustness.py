@@ -100,5 +100,7 @@ def run_e2(plan: Plan, ctx: Context) -> tuple[Section, dict[str, Any], list[Mode
     show["steps to 0.99"] = ["—" if not np.isfinite(v) else f"{v:,.0f}" for v in table["steps_to_0.99"]]
     sec.table(show[["theta", "N/R", "N", "final |ρ|", "min_final_abs", "steps to 0.99", "reached_0.99"]]
               .rename(columns={"min_final_abs": "min final |ρ|", "reached_0.99": "runs reaching 0.99"}))
+    sec.para("Steps to 0.99: the first recorded step with |ρ| ≥ 0.99, averaged over the runs "
+             "that reached it (the last column); — where none did within the budget.")
     sec.figure(ctx.figures / "e2_robustness.png", "Mean final |ρ| and steps to 0.99 over the grid.")
     return sec, meas, models

@@ -68,6 +68,9 @@ def run_e3(plan: Plan, ctx: Context) -> tuple[Section, dict[str, Any]]:
     conv["R/N"] = conv["model.n_informative"] / N
     conv["p(1)"] = [float(mass_prediction(base.replace(theta=t, n_informative=int(r)), 1.0))
                     for t, r in zip(conv["model.theta"], conv["model.n_informative"])]
+    conv["p(|ρ|)"] = [float(mass_prediction(base.replace(theta=t, n_informative=int(r)), a))
+                      for t, r, a in zip(conv["model.theta"], conv["model.n_informative"],
+                                         conv["abs_alignment"])]
     dense = conv.sort_values(["model.n_informative", "model.theta"]).iloc[-1]
 
     # --- figure
@@ -122,11 +125,13 @@ def run_e3(plan: Plan, ctx: Context) -> tuple[Section, dict[str, Any]]:
         f"θ = {dense['model.theta']:g}, R/N = {dense['R/N']:g} it is {dense['mass']:.3f}, with the "
         f"largest nuisance weight {dense['max_nuisance']:.2e}."
     )
-    show = conv[["model.theta", "R/N", "mass", "p(1)", "max_nuisance", "abs_alignment"]].rename(
+    show = conv[["model.theta", "R/N", "mass", "p(1)", "p(|ρ|)", "max_nuisance", "abs_alignment"]].rename(
         columns={"model.theta": "θ", "mass": "simulated mass", "max_nuisance": "largest nuisance weight",
                  "abs_alignment": "|ρ|"})
     sec.table(show, caption=f"Runs started at q = ξ, N = {N}, d = {plan.e3_d}, {plan.e3_runs} runs per "
-              f"point, mean over the second half of {plan.e3_steps} steps.")
+              f"point, mean over the second half of {plan.e3_steps} steps. p(|ρ|) is the "
+              "large-R, N prediction at the alignment the runs hold: where they do not stay near "
+              "ξ (small |ρ|), the mass is that of the state reached, not of ρ = 1.")
     sec.figure(ctx.figures / "e3_filtering.png",
                "Left: mass during training against p(ρ). Right: the phase diagram of the mass at convergence.")
     return sec, meas

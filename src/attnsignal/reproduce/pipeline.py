@@ -62,6 +62,10 @@ def reproduce(
     log=print,
 ) -> ReproductionResult:
     """Run E1–E5, check the claims and write the report. See the module docstring."""
+    from ..sweep.runner import check_executor_options
+
+    # the sweep layer's own validator, before anything is written
+    check_executor_options(executor, scheduler, workers)
     plan = plan or (Plan.quick_plan() if quick else Plan.full())
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -82,7 +86,9 @@ def reproduce(
     sec1, m1 = stage("E1", run_e1)
     sec2, m2, e2_models = stage("E2", run_e2)
     sec3, m3 = stage("E3", run_e3)
-    sec4, m4 = stage("E4", run_e4, [plan.e1_model, *e2_models])
+    # E1's configuration is also a cell of the E2 grid: examine each configuration once
+    configs = list(dict.fromkeys([plan.e1_model, *e2_models]))
+    sec4, m4 = stage("E4", run_e4, configs)
     sec5, m5 = stage("E5", run_e5)
     for s, m in ((sec1, m1), (sec2, m2), (sec3, m3), (sec4, m4), (sec5, m5)):
         sections.append(s)

@@ -97,8 +97,12 @@ class SweepReport:
         return s + f" — {self.seconds:.1f} s"
 
 
-def _check_options(executor: str, scheduler: str | None, workers: int | None,
-                   chunk_runs: int | None, retries: int) -> None:
+def check_executor_options(executor: str, scheduler: str | None = None,
+                           workers: int | None = None, chunk_runs: int | None = None,
+                           retries: int = 0) -> None:
+    """Validate how a sweep is to be run; :class:`~attnsignal.config.ConfigError` (one line
+    naming the option) on a bad combination. Used by :func:`run_sweep` and by callers that
+    must fail before writing anything (``attnsignal reproduce``)."""
     if executor not in EXECUTORS:
         raise ConfigError("executor", "must be one of " + ", ".join(map(repr, EXECUTORS)),
                           executor)
@@ -219,7 +223,7 @@ def run_sweep(
     """
     t0 = time.perf_counter()
     spec = _as_spec(spec)
-    _check_options(executor, scheduler, workers, chunk_runs, retries)
+    check_executor_options(executor, scheduler, workers, chunk_runs, retries)
     root = Path(out)
     if root.exists() and not root.is_dir():
         raise SweepStoreError(f"out: must be a directory; got {str(out)!r}")

@@ -121,7 +121,8 @@ def plan_tasks(spec: SweepSpec, out: str | os.PathLike[str], chunk_runs: int | N
             key = shard_key(p, r0, n)
             file = f"{SHARD_DIR}/p{p.index:05d}-r{r0:07d}-{key[:24]}.parquet"
             tasks.append(Task(point=p.index, first_run=r0, runs=n, key=key, file=file,
-                              path=str(root / file), model=p.model, step=p.step, run=p.run))
+                              path=str(root / file), model=p.model, step=p.step, run=p.run,
+                              version=__version__))
     return tasks
 
 
