@@ -109,7 +109,7 @@ def solve_ode(model: ModelConfig, rho0: float, t_max: float | None = None,
     if step is not None:
         check_step(step)
     dphi = dphi_interpolant(model, method, n_samples=n_samples, seed=seed)
-    scale = float(np.max(np.abs(dphi(np.linspace(-1.0, 1.0, 201)))))
+    scale = _dphi_scale(dphi)
     if t_max is None:
         t_max = 1e4 / max(scale, 1e-300)
     t_max = check_real(t_max, "t_max", 0.0, lo_open=True)
@@ -162,6 +162,11 @@ def solve_ode(model: ModelConfig, rho0: float, t_max: float | None = None,
 _STATIONARY_RTOL = 1e-12
 
 
+def _dphi_scale(dphi) -> float:
+    """``max |Φ'|`` over ``[−1, 1]`` (201 points): the scale of the field."""
+    return float(np.max(np.abs(dphi(np.linspace(-1.0, 1.0, 201)))))
+
+
 def _stationary(dphi, r0: np.ndarray, scale: float) -> np.ndarray:
     """Starts at an exact zero of ``Φ'``: ``|Φ'(ρ0)| <= 1e-12 · max |Φ'|`` (round-off level)."""
     return np.abs(dphi(r0)) <= _STATIONARY_RTOL * max(scale, 1e-300)
@@ -178,8 +183,7 @@ def flow(model: ModelConfig, rho0: np.ndarray, t: np.ndarray, method: str = "exa
     t = np.asarray(t, dtype=np.float64)
     out = np.empty((r0.size, t.size))
     dphi = dphi_interpolant(model, method)
-    scale = float(np.max(np.abs(dphi(np.linspace(-1.0, 1.0, 201)))))
-    edge = (np.abs(r0) == 1.0) | _stationary(dphi, r0, scale)
+    edge = (np.abs(r0) == 1.0) | _stationary(dphi, r0, _dphi_scale(dphi))
     out[edge] = r0[edge, None]
     inner = ~edge
     if not inner.any() or t.size == 0:
