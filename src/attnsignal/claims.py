@@ -29,7 +29,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping
 
-__all__ = ["ClaimResult", "Tolerances", "check_claims", "claims_failed", "claims_table_markdown"]
+__all__ = ["CLAIMS_HEADER", "ClaimResult", "Tolerances", "check_claims", "claims_failed",
+           "claims_table_markdown", "claims_table_rows"]
 
 
 @dataclass(frozen=True)
@@ -149,8 +150,17 @@ def claims_failed(rows: list[ClaimResult]) -> list[ClaimResult]:
     return [r for r in rows if r.failed]
 
 
+#: Columns of the claims table (the report's and :func:`claims_table_markdown`'s).
+CLAIMS_HEADER = ("claim", "measured", "tolerance", "verdict")
+
+
+def claims_table_rows(rows: list[ClaimResult]) -> list[list[str]]:
+    """The cells of the claims table, in :data:`CLAIMS_HEADER` order."""
+    return [[r.claim, r.measured, r.tolerance, r.verdict] for r in rows]
+
+
 def claims_table_markdown(rows: list[ClaimResult]) -> str:
-    out = ["| claim | measured | tolerance | verdict |", "|---|---|---|---|"]
-    for r in rows:
-        out.append(f"| {r.claim} | {r.measured} | {r.tolerance} | **{r.verdict}** |")
-    return "\n".join(out)
+    """The claims table in Markdown (``|`` inside a cell escaped)."""
+    from .report import markdown_table
+
+    return markdown_table(CLAIMS_HEADER, claims_table_rows(rows))

@@ -28,6 +28,42 @@ MODEL_KEYS = ("d", "n_informative", "n_nuisance", "theta", "beta", "noise_std", 
 STEP_KEYS = ("eta0", "k0", "power")
 RUN_KEYS = ("steps", "runs", "batch", "engine", "update", "seed", "record_every", "initial_alignment")
 
+#: Help of every model, step and run flag (named after its field), shared by the sub-commands.
+FIELD_HELP = {
+    "d": "ambient dimension d (integer >= 2)",
+    "n_informative": "informative tokens R (integer >= 1)",
+    "n_nuisance": "nuisance tokens N (integer >= 0)",
+    "theta": "signal strength θ (>= 0)",
+    "beta": "inverse temperature β (> 0)",
+    "noise_std": "token noise σ (> 0)",
+    "signal_sign": "'fixed' (+θξ) or 'random' (±θξ per sample)",
+    "eta0": "step size η0 in η_k = η0 (1 + k/k0)^(−power) (> 0)",
+    "k0": "k0 of the schedule (> 0)",
+    "power": "decay power (>= 0; Robbins–Monro iff in (1/2, 1])",
+    "steps": "SGA updates per run (integer >= 1)",
+    "runs": "independent runs (integer >= 1)",
+    "batch": "minibatch size B (integer >= 1)",
+    "engine": "'literal', 'projected' or 'chain'",
+    "update": "'projected' or 'riemannian'",
+    "seed": "root seed (integer >= 0)",
+    "record_every": "record every this many steps (integer >= 1; default: about 200 records)",
+    "initial_alignment": "start with ρ0 = this (in [−1, 1]); default: q0 uniform on the sphere",
+}
+
+
+def field_option(name: str, default: Any, help_: str | None = None) -> Any:
+    """The ``--name`` option of a config field: text (so that the configs' validator, not click,
+    words every rejection) with a metavar saying what the text must be, and ``default`` in the
+    help unless it is None (then the help says what happens)."""
+    import typer
+
+    help_ = help_ or FIELD_HELP[name]
+    metavar = ("INT" if "integer" in help_ else
+               "NAME" if isinstance(default, str) else "NUMBER")
+    text = help_ if default is None else f"{help_} (default: {default})"
+    return typer.Option(None, f"--{name.replace('_', '-')}", help=text, metavar=metavar,
+                        show_default=False)
+
 
 def parse_value(text: str | None) -> Any:
     """A command-line value as the validator should see it: int if it reads as an integer,

@@ -29,23 +29,22 @@ def reproduce_cmd(
     Resumes after an interruption (every simulation is a sweep stored under OUT/data).
     Exits with status 1 when a claim that should hold fails.
     """
+    from ..claims import CLAIMS_HEADER, claims_table_rows
     from ..reproduce import Plan, reproduce
 
     if executor not in ("local", "dask"):
         raise ConfigError("executor", "must be one of 'local', 'dask'", executor)
     if seed < 0:
         raise ConfigError("seed", "must be an integer >= 0", seed)
-    if workers is not None and workers < 1:
-        raise ConfigError("workers", "must be an integer >= 1", workers)
     plan = Plan.quick_plan(seed) if quick else Plan.full(seed)
     res = reproduce(out_dir, plan=plan, executor=executor, scheduler=scheduler, workers=workers,
                     progress=not quiet, log=(lambda s: None) if quiet else console.print)
     table = Table(title=f"claims ({'quick' if quick else 'full'} mode)", show_lines=True)
-    for col in ("claim", "measured", "tolerance", "verdict"):
+    for col in CLAIMS_HEADER:
         table.add_column(col, overflow="fold")
-    for c in res.claims:
+    for c, cells in zip(res.claims, claims_table_rows(res.claims)):
         style = "red" if c.verdict == "FAIL" else ("green" if c.verdict == "PASS" else "yellow")
-        table.add_row(c.claim, c.measured, c.tolerance, f"[{style}]{c.verdict}[/]")
+        table.add_row(*cells[:-1], f"[{style}]{c.verdict}[/]")
     out.print(table)
     out.print(f"report: {out_dir / 'report.html'} (and report.md); wall time {res.timings['total']:.0f} s")
     if res.failed:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import warnings
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 from rich.table import Table
@@ -12,7 +12,7 @@ from rich.table import Table
 from ..config import NotRobbinsMonroWarning
 from ..simulate import DivergenceWarning, simulate
 from . import app
-from ._common import build_configs, console, fmt, out, progress_bar
+from ._common import build_configs, console, field_option, fmt, out, progress_bar
 
 #: Defaults of a bare ``attnsignal run``: about 15 s on 2 cores, and every run ends with
 #: |ρ| ≈ 0.95 (strong signal, short context — the weak-signal regime is ``reproduce``'s).
@@ -37,40 +37,31 @@ RUN_DEFAULTS = {
     "initial_alignment": None,
 }
 
-_H = "(default: {})"
 
-
-def _opt(name: str, help_: str):
-    # values arrive as text so that the configs' validator, not click, words every rejection;
-    # the metavar says what the text must be
-    default = RUN_DEFAULTS[name]
-    metavar = ("INT" if "integer" in help_ else
-               "NAME" if isinstance(default, str) else "NUMBER")
-    text = help_ if default is None else f"{help_} {_H.format(default)}"
-    return typer.Option(None, f"--{name.replace('_', '-')}", help=text, metavar=metavar,
-                        show_default=False)
+def _opt(name: str) -> Any:
+    return field_option(name, RUN_DEFAULTS[name])
 
 
 @app.command("run")
 def run_cmd(
-    d: Optional[str] = _opt("d", "ambient dimension d (integer >= 2)"),
-    n_informative: Optional[str] = _opt("n_informative", "informative tokens R (integer >= 1)"),
-    n_nuisance: Optional[str] = _opt("n_nuisance", "nuisance tokens N (integer >= 0)"),
-    theta: Optional[str] = _opt("theta", "signal strength θ (>= 0)"),
-    beta: Optional[str] = _opt("beta", "inverse temperature β (> 0)"),
-    noise_std: Optional[str] = _opt("noise_std", "token noise σ (> 0)"),
-    signal_sign: Optional[str] = _opt("signal_sign", "'fixed' (+θξ) or 'random' (±θξ per sample)"),
-    eta0: Optional[str] = _opt("eta0", "step size η0 in η_k = η0 (1 + k/k0)^(−power) (> 0)"),
-    k0: Optional[str] = _opt("k0", "k0 of the schedule (> 0)"),
-    power: Optional[str] = _opt("power", "decay power (>= 0; Robbins–Monro iff in (1/2, 1])"),
-    steps: Optional[str] = _opt("steps", "SGA updates per run (integer >= 1)"),
-    runs: Optional[str] = _opt("runs", "independent runs (integer >= 1)"),
-    batch: Optional[str] = _opt("batch", "minibatch size B (integer >= 1)"),
-    engine: Optional[str] = _opt("engine", "'literal', 'projected' or 'chain'"),
-    update: Optional[str] = _opt("update", "'projected' or 'riemannian'"),
-    seed: Optional[str] = _opt("seed", "root seed (integer >= 0)"),
-    record_every: Optional[str] = _opt("record_every", "record every this many steps (integer >= 1; default: about 200 records)"),
-    initial_alignment: Optional[str] = _opt("initial_alignment", "start with ρ0 = this (in [−1, 1]); default: q0 uniform on the sphere"),
+    d: Optional[str] = _opt("d"),
+    n_informative: Optional[str] = _opt("n_informative"),
+    n_nuisance: Optional[str] = _opt("n_nuisance"),
+    theta: Optional[str] = _opt("theta"),
+    beta: Optional[str] = _opt("beta"),
+    noise_std: Optional[str] = _opt("noise_std"),
+    signal_sign: Optional[str] = _opt("signal_sign"),
+    eta0: Optional[str] = _opt("eta0"),
+    k0: Optional[str] = _opt("k0"),
+    power: Optional[str] = _opt("power"),
+    steps: Optional[str] = _opt("steps"),
+    runs: Optional[str] = _opt("runs"),
+    batch: Optional[str] = _opt("batch"),
+    engine: Optional[str] = _opt("engine"),
+    update: Optional[str] = _opt("update"),
+    seed: Optional[str] = _opt("seed"),
+    record_every: Optional[str] = _opt("record_every"),
+    initial_alignment: Optional[str] = _opt("initial_alignment"),
     config: Optional[Path] = typer.Option(None, "--config", help="TOML file with \\[model], \\[step], \\[run] tables; flags override it"),
     out_dir: Path = typer.Option(Path("results/run"), "--out", help="results directory (Parquet, manifest.json, figure)"),
     plot: bool = typer.Option(True, "--plot/--no-plot", help="write alignment.png and alignment.pdf"),

@@ -28,7 +28,9 @@ from rich.table import Table
 
 from ..config import ConfigError, NotRobbinsMonroWarning
 from . import UsageFailure, app
-from ._common import build_configs, console, fmt, load_toml, out, parse_value, progress_bar
+from ._common import (
+    build_configs, console, field_option, fmt, load_toml, out, parse_value, progress_bar,
+)
 from .run import RUN_DEFAULTS
 
 #: The model of a bare ``attnsignal landscape`` / ``ode`` (that of ``attnsignal run``): a few
@@ -50,10 +52,8 @@ _MAX_AUTO_STEPS = 5_000_000
 _H = "(default: {})"
 
 
-def _mopt(name: str, help_: str):
-    default = {**MODEL_DEFAULTS, **STEP_DEFAULTS}[name]
-    return typer.Option(None, f"--{name.replace('_', '-')}",
-                        help=f"{help_} {_H.format(default)}", show_default=False)
+def _mopt(name: str, help_: str | None = None) -> Any:
+    return field_option(name, {**MODEL_DEFAULTS, **STEP_DEFAULTS}[name], help_)
 
 
 def _opt(flag: str, help_: str, default: Any):
@@ -165,13 +165,13 @@ def _model_line(model) -> str:
 
 @app.command("landscape")
 def landscape_cmd(
-    d: Optional[str] = _mopt("d", "ambient dimension d (integer >= 2)"),
-    n_informative: Optional[str] = _mopt("n_informative", "informative tokens R (integer >= 1)"),
-    n_nuisance: Optional[str] = _mopt("n_nuisance", "nuisance tokens N (integer >= 0)"),
-    theta: Optional[str] = _mopt("theta", "signal strength θ (>= 0)"),
+    d: Optional[str] = _mopt("d"),
+    n_informative: Optional[str] = _mopt("n_informative"),
+    n_nuisance: Optional[str] = _mopt("n_nuisance"),
+    theta: Optional[str] = _mopt("theta"),
     beta: Optional[str] = _mopt("beta", "inverse temperature β (> 0; method 'exact' needs βσ <= 12)"),
-    noise_std: Optional[str] = _mopt("noise_std", "token noise σ (> 0)"),
-    signal_sign: Optional[str] = _mopt("signal_sign", "'fixed' (+θξ) or 'random' (±θξ per sample)"),
+    noise_std: Optional[str] = _mopt("noise_std"),
+    signal_sign: Optional[str] = _mopt("signal_sign"),
     points: Optional[str] = _opt("--points", "grid points on [−1, 1] for 'exact' and 'asymptotic' (integer >= 3)", 201),
     methods: Optional[str] = _opt("--methods", "comma-separated subset of exact, mc, asymptotic", "exact,mc,asymptotic"),
     mc_samples: Optional[str] = _opt("--mc-samples", "Monte-Carlo draws, shared by every grid point (integer >= 2)", 20000),
@@ -213,12 +213,12 @@ def landscape_cmd(
     rows = _subgrid(n_points, 11)  # the printed subgrid
     mc_idx = np.union1d(_subgrid(n_points, n_mc), rows)  # mc on a subgrid holding the rows
     fp_method = next(m for m in ("exact", "asymptotic", "mc") if m in meths)
-    std = model.standardized()
-    reliability = asymptotic_reliability(model.n_informative, model.n_nuisance, std.beta)
+    L = model.n_informative + model.n_nuisance
+    reliability = asymptotic_reliability(model.n_informative, model.n_nuisance,
+                                         model.standardized().beta)  # L e^{−(βσ)²}
     if "asymptotic" in meths and reliability < 10.0:
         console.print(f"[yellow]note:[/] the asymptotic limit needs R + N ≫ e^(βσ)² = "
-                      f"{math.exp(min(std.beta ** 2, 700.0)):.3g}; here R + N = "
-                      f"{model.n_informative + model.n_nuisance:,}, so its curve is not reliable")
+                      f"{L / reliability:.3g}; here R + N = {L:,}, so its curve is not reliable")
     stages = len(meths) + 1 + int(plot)
     results = {}
     with progress_bar(stages, "landscape", not quiet) as adv:
@@ -273,16 +273,16 @@ def landscape_cmd(
 
 @app.command("ode")
 def ode_cmd(
-    d: Optional[str] = _mopt("d", "ambient dimension d (integer >= 2)"),
-    n_informative: Optional[str] = _mopt("n_informative", "informative tokens R (integer >= 1)"),
-    n_nuisance: Optional[str] = _mopt("n_nuisance", "nuisance tokens N (integer >= 0)"),
-    theta: Optional[str] = _mopt("theta", "signal strength θ (>= 0)"),
+    d: Optional[str] = _mopt("d"),
+    n_informative: Optional[str] = _mopt("n_informative"),
+    n_nuisance: Optional[str] = _mopt("n_nuisance"),
+    theta: Optional[str] = _mopt("theta"),
     beta: Optional[str] = _mopt("beta", "inverse temperature β (> 0, βσ <= 12)"),
-    noise_std: Optional[str] = _mopt("noise_std", "token noise σ (> 0)"),
-    signal_sign: Optional[str] = _mopt("signal_sign", "'fixed' (+θξ) or 'random' (±θξ per sample)"),
-    eta0: Optional[str] = _mopt("eta0", "step size η0 in η_k = η0 (1 + k/k0)^(−power) (> 0)"),
-    k0: Optional[str] = _mopt("k0", "k0 of the schedule (> 0)"),
-    power: Optional[str] = _mopt("power", "decay power (>= 0; Robbins–Monro iff in (1/2, 1])"),
+    noise_std: Optional[str] = _mopt("noise_std"),
+    signal_sign: Optional[str] = _mopt("signal_sign"),
+    eta0: Optional[str] = _mopt("eta0"),
+    k0: Optional[str] = _mopt("k0"),
+    power: Optional[str] = _mopt("power"),
     rho0: Optional[str] = _opt("--rho0", "initial alignment ρ0 in [−1, 1] (0 is a fixed point when the landscape is even, e.g. --signal-sign random)", RHO0_DEFAULT),
     t_max: Optional[str] = _opt("--t-max", "ODE time horizon (> 0)", "1.25 × the last hitting time"),
     compare: bool = typer.Option(False, "--compare", help="also simulate with the chain engine from ρ0 and overlay the mean and 10–90 % band"),

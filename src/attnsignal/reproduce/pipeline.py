@@ -23,7 +23,9 @@ from typing import Any
 import numpy as np
 
 from .._version import __version__
-from ..claims import ClaimResult, Tolerances, check_claims, claims_failed
+from ..claims import (
+    CLAIMS_HEADER, ClaimResult, Tolerances, check_claims, claims_failed, claims_table_rows,
+)
 from ..report import Report
 from ..results import atomic_write
 from .context import Context
@@ -108,8 +110,7 @@ def reproduce(
                   "claims table; run without --quick for the paper's figures." if plan.quick else "")),
     )
     cs = rep.section("Claims of the paper, checked")
-    cs.table([[c.claim, c.measured, c.tolerance, c.verdict] for c in claims],
-             header=["claim", "measured", "tolerance", "verdict"])
+    cs.table(claims_table_rows(claims), header=CLAIMS_HEADER)
     for s in sections:
         rep.sections.append(s)
     tm = rep.section("Timings")
