@@ -30,7 +30,8 @@ from typing import Any, Iterator
 import pandas as pd
 
 from .._version import __version__
-from ..results import FRAME_COLUMNS, atomic_write
+from ..persistence import atomic_write
+from ..results import FRAME_COLUMNS
 from .spec import SweepSpec
 from .tasks import SHARD_DIR, Task, TaskOutcome, sha256_bytes
 

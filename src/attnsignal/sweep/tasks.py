@@ -153,7 +153,7 @@ def run_task(task: Task) -> TaskOutcome:
     with the task's grid point), and RuntimeError when the worker's package version is not
     the coordinator's (the shard name would lie about its content).
     """
-    from ..results import atomic_write
+    from ..persistence import atomic_write
     from ..simulate import simulate
 
     if task.version != __version__:
