@@ -29,6 +29,7 @@ from .config import ModelConfig, RunConfig, StepSize
 __all__ = ["Result", "atomic_write", "FRAME_COLUMNS"]
 
 FRAME_COLUMNS = [
+    "method",
     "run",
     "step",
     "ode_time",
@@ -79,6 +80,8 @@ class Result:
     run_ids : (runs,) global run indices (``first_run`` ...)
     q_final : (runs, d) final unit queries (vector engines), else None
     q_records : (runs, records, d) queries at the records when asked for, else None
+    method : ``"sga"`` (attention's stochastic gradient ascent) or the baseline estimator
+        (``"mean"``, ``"pca"``, ``"oja"``, ``"oracle"``, see :func:`attnsignal.baseline`)
     """
 
     model: ModelConfig
@@ -96,6 +99,7 @@ class Result:
     q_records: np.ndarray | None = None
     timings: dict[str, float] = field(default_factory=dict)
     version: str = ""
+    method: str = "sga"
 
     # -------------------------------------------------------------- convenience
     @property
@@ -150,6 +154,7 @@ class Result:
         runs, recs = self.alignment.shape
         return pd.DataFrame(
             {
+                "method": pd.Series([self.method] * (runs * recs), dtype="object"),
                 "run": np.repeat(self.run_ids.astype(np.int64), recs),
                 "step": np.tile(self.steps.astype(np.int64), runs),
                 "ode_time": np.tile(self.ode_time, runs),
@@ -165,6 +170,7 @@ class Result:
         return {
             "format": "attnsignal.result/1",
             "version": self.version,
+            "method": self.method,
             "model": self.model.to_dict(),
             "step": self.step.to_dict(),
             "run": self.run.to_dict(),
@@ -215,6 +221,7 @@ class Result:
             return frame[col].to_numpy().reshape(runs, recs)
 
         align = grid("alignment")
+        method = str(frame["method"].iloc[0]) if "method" in frame and len(frame) else "sga"
         diverged = grid("diverged")[:, 0].astype(bool)
         dstep = np.full(runs, -1, dtype=np.int64)
         for i in np.flatnonzero(diverged):
@@ -226,6 +233,7 @@ class Result:
             alignment=align, informative_mass=grid("informative_mass"),
             max_nuisance_weight=grid("max_nuisance_weight"), diverged=diverged,
             diverged_step=dstep, run_ids=run_ids.astype(np.int64), version=version,
+            method=method,
         )
 
     @classmethod
@@ -265,6 +273,7 @@ class Result:
             q_records=np.load(path / "q_records.npy") if man.get("has_q_records") else None,
             timings=dict(man.get("timings", {})),
             version=man.get("version", ""),
+            method=str(man.get("method", "sga")),  # manifests before baselines: attention
         )
 
 
