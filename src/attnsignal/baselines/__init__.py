@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from .base import METHODS, RUNNING_AVERAGE, BaselineConfig, BaselineState, get_estimator
 from .base import method_names, register
-from .baseline import baseline
+from .runner import baseline
 
 __all__ = [
     "baseline", "METHODS", "RUNNING_AVERAGE", "BaselineConfig", "BaselineState",

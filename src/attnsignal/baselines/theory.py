@@ -178,7 +178,7 @@ def baseline_theory(model: ModelConfig, method: str, samples: Any, *, step: Any 
     ``samples``. Raises ``ConfigError`` for a bad method, negative or non-integer samples,
     or a ``step`` for a method other than ``oja``.
     """
-    from .baseline import _check_step
+    from .runner import _check_step
 
     if not isinstance(model, ModelConfig):
         raise TypeError(f"model: must be a ModelConfig; got {type(model).__name__}")
