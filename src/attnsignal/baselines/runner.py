@@ -134,7 +134,7 @@ def baseline(
     diverged = bad.any(axis=1)
     dstep = np.where(diverged, ks[np.argmax(bad, axis=1)], -1).astype(np.int64)
     return Result(
-        model=model, step=step, run=run, steps=ks, ode_time=_ode_time(step, ks),
+        model=model, schedule=step, run=run, steps=ks, ode_time=_ode_time(step, ks),
         alignment=align, informative_mass=mass, max_nuisance_weight=maxw,
         diverged=diverged, diverged_step=dstep,
         run_ids=np.arange(first_run, first_run + runs, dtype=np.int64),
