@@ -127,7 +127,7 @@ class Result:
         runs, recs = self.alignment.shape
         return pd.DataFrame(
             {
-                "method": pd.Series([self.method] * (runs * recs), dtype="object"),
+                "method": [self.method] * (runs * recs),
                 "run": np.repeat(self.run_ids.astype(np.int64), recs),
                 "step": np.tile(self.steps.astype(np.int64), runs),
                 "ode_time": np.tile(self.ode_time, runs),
