@@ -98,11 +98,14 @@ class Result:
 
     @property
     def q(self) -> np.ndarray:
-        """Final queries. The chain engine has none and raises ``AttributeError``."""
+        """Final queries; ``AttributeError`` for an engine without a query vector
+        (``capabilities.has_query`` False, e.g. the chain)."""
         if self.q_final is None:
+            from .engines import engines_with
+
             raise AttributeError(
-                f"the {self.engine!r} engine does not form the query vector q; use "
-                "engine='projected' (exact in law, O(L + d)) or 'literal' to get q"
+                f"the {self.engine!r} engine does not form the query vector q; use one of "
+                + ", ".join(map(repr, engines_with(has_query=True))) + " to get q"
             )
         return self.q_final
 

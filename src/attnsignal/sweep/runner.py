@@ -9,7 +9,6 @@ of its content's determinants, and :func:`load_sweep` reads exactly the planned 
 
 from __future__ import annotations
 
-import importlib.util
 import numbers
 import os
 import time
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from ..config import ConfigError, NotRobbinsMonroWarning
+from ..engines import get_engine
 from .executors import EXECUTORS, Executor, make_executor
 from .spec import SweepSpec
 from .store import (
@@ -241,10 +241,8 @@ def run_sweep(
     if chunk_runs is None and old is not None:
         chunk_runs = old.get("chunk_runs")
     tasks = plan_tasks(spec, root, chunk_runs)
-    for engine in sorted({p.run.engine for p in spec.points()}):
-        if importlib.util.find_spec(f"attnsignal.engines.{engine}") is None:
-            raise ConfigError("sweep.engine",
-                              "must be an engine available in this build of attnsignal", engine)
+    for p in spec.points():  # variants and sizes the engine cannot do, before any work
+        get_engine(p.run.engine).check(p.model, p.run)
     _warn_schedules(spec)
     values = {p.index: dict(p.values) for p in spec.points()}
     known = {}
