@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from .config import ModelConfig, RunConfig, StepSize
+from .schedules import schedule_from_dict
 
 __all__ = ["Result", "atomic_write", "FRAME_COLUMNS"]
 
@@ -251,7 +252,7 @@ class Result:
 
         return cls(
             model=ModelConfig.from_dict(man["model"]),
-            step=StepSize.from_dict(man["step"]),
+            step=schedule_from_dict(man["step"]),
             run=RunConfig.from_dict(man["run"]),
             steps=steps.astype(np.int64),
             ode_time=grid("ode_time")[0].copy(),

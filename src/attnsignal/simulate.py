@@ -5,8 +5,9 @@ Update ``k = 0, 1, ...`` (step size ``η_k``, minibatch of ``B`` fresh samples):
     g = (1/B) Σ_b ∇_q ||f_q(X_b)||²,   riemannian: g ← g − (q·g) q,
     q ← (q + η_k g) / ||q + η_k g||.
 
-The records are the signed alignment ``ρ_k = <q_k, ξ>`` after ``k`` updates, at
-``k = 0, record_every, 2·record_every, ..., steps``, with the ODE time ``t_k = Σ_{j<k} η_j`` and
+The records are the signed alignment ``ρ_k = <q_k, ξ>`` after ``k`` updates, at the steps of
+:func:`attnsignal.records.record_steps` (by default ``k = 0, record_every, 2·record_every, ...,
+steps``; ``record="log"`` for log-spaced records), with the ODE time ``t_k = Σ_{j<k} η_j`` and
 the attention statistics of the sample(s) drawn at update ``k``.
 """
 
@@ -19,11 +20,16 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ._version import __version__
-from .config import ModelConfig, RunConfig, StepSize
+from .config import ConfigError, ModelConfig, RunConfig
 from .engines import get_engine
 from .engines.base import run_seeds
 from .results import Result
-from .schedules import ode_time, step_sizes
+from .schedules import Schedule
+from .validation import Boolean, Instance, Integer, Optional
+from .validation import Callable as IsCallable, Sequence as SequenceOf
+
+#: Largest first run index: run ids ``first_run .. first_run + runs − 1`` are int64.
+MAX_RUN_ID = 2 ** 62
 
 __all__ = ["simulate", "DivergenceWarning"]
 
@@ -32,9 +38,18 @@ class DivergenceWarning(RuntimeWarning):
     """Some runs became non-finite; they are flagged in ``Result.diverged``."""
 
 
+_MODEL = Instance(ModelConfig)
+_STEP = Instance(Schedule, "step-size schedule (StepSize, ConstantStep, PiecewiseStep, "
+                 "TabulatedStep, ...)")
+_FIRST_RUN = Integer(ge=0, le=MAX_RUN_ID)
+_RECORD_Q = Boolean()
+_SPAWN_PREFIX = SequenceOf(Integer(ge=0, le=2 ** 64 - 1), what="a sequence of integers >= 0")
+_PROGRESS = Optional(IsCallable("a callable taking the number of updates done"))
+
+
 def simulate(
     model: ModelConfig,
-    step: StepSize,
+    step: Schedule,
     *,
     steps: int,
     runs: int = 1,
@@ -44,6 +59,7 @@ def simulate(
     seed: int = 0,
     record_every: int | None = None,
     initial_alignment: float | None = None,
+    record: str | Sequence[int] | None = None,
     record_q: bool = False,
     first_run: int = 0,
     spawn_prefix: Sequence[int] = (),
@@ -53,12 +69,14 @@ def simulate(
 
     Parameters
     ----------
-    model, step : the data model and the step-size schedule ``η_k = η0 (1 + k/k0)^(−power)``.
-    steps, runs, batch, engine, update, seed, record_every, initial_alignment :
+    model, step : the data model and the step-size schedule (any :class:`~attnsignal.schedules.
+        Schedule`: ``StepSize`` ``η_k = η0 (1 + k/k0)^(−power)``, ``ConstantStep``, ...).
+    steps, runs, batch, engine, update, seed, record_every, initial_alignment, record :
         see :class:`RunConfig` (validated there; bad values raise ``ConfigError``).
         ``engine``: ``"literal"`` (``O(BLd)`` per update), ``"projected"`` (exact in law,
         ``O(B(L+d))``), ``"chain"`` (exact in law for ``ρ``, ``O(BL)``, no ``q``).
     record_q : also keep ``q`` at every record (vector engines only).
+        ``record``: None/"linear", "log" or a list of steps (:mod:`attnsignal.records`).
     first_run, spawn_prefix : run ``r`` uses ``SeedSequence(seed, spawn_key=(*spawn_prefix, r))``
         for ``r = first_run, ..., first_run + runs − 1`` — so run ``r`` is bit-identical
         whatever ``runs`` is, and a sweep can split runs into chunks.
@@ -66,13 +84,15 @@ def simulate(
 
     Returns
     -------
-    Result. Warns ``NotRobbinsMonroWarning`` for a schedule with ``power ∉ (1/2, 1]`` and
+    Result. Warns ``NotRobbinsMonroWarning`` for a schedule that is not Robbins–Monro and
     ``DivergenceWarning`` when runs diverge.
+
+    Raises
+    ------
+    ConfigError (a ``ValueError``), one line naming the argument, for any bad argument.
     """
-    if not isinstance(model, ModelConfig):
-        raise TypeError(f"model: must be a ModelConfig; got {type(model).__name__}")
-    if not isinstance(step, StepSize):
-        raise TypeError(f"step: must be a StepSize; got {type(step).__name__}")
+    _MODEL.check("model", model)
+    _STEP.check("step", step)
     run = RunConfig(
         steps=steps,
         runs=runs,
@@ -82,14 +102,15 @@ def simulate(
         seed=seed,
         record_every=record_every,
         initial_alignment=initial_alignment,
+        record=record,
     )
+    record_q = _RECORD_Q.check("record_q", record_q)
+    first_run = _FIRST_RUN.check("first_run", first_run)
+    spawn_prefix = _SPAWN_PREFIX.check("spawn_prefix", spawn_prefix)
+    progress = _PROGRESS.check("progress", progress)
     if record_q and run.engine == "chain":
-        raise ValueError(
-            "record_q: the 'chain' engine has no query vector; use engine='projected' or "
-            "'literal'; got record_q=True"
-        )
-    if not isinstance(first_run, (int, np.integer)) or first_run < 0:
-        raise ValueError(f"first_run: must be an integer >= 0; got {first_run!r}")
+        raise ConfigError("record_q", "the 'chain' engine has no query vector; use "
+                          "engine='projected' or 'literal'", record_q)
     step.warn_if_not_robbins_monro()
 
     eng = get_engine(run.engine)
@@ -108,7 +129,7 @@ def simulate(
     align[:, 0] = state.rho
     t_init = time.perf_counter() - t0
     for j in range(1, n_rec):
-        etas = step_sizes(step, np.arange(ks[j - 1], ks[j]))
+        etas = step.eta(np.arange(ks[j - 1], ks[j]))
         state, stats = eng.advance(model, run, state, etas)
         align[:, j] = state.rho
         mass[:, j] = stats.informative_mass
@@ -131,7 +152,7 @@ def simulate(
         step=step,
         run=run,
         steps=np.asarray(ks, dtype=np.int64),
-        ode_time=ode_time(step, ks),
+        ode_time=step.ode_time(ks),
         alignment=align,
         informative_mass=mass,
         max_nuisance_weight=maxw,

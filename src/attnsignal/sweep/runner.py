@@ -9,8 +9,6 @@ of its content's determinants, and :func:`load_sweep` reads exactly the planned 
 
 from __future__ import annotations
 
-import importlib.util
-import numbers
 import os
 import time
 import warnings
@@ -19,6 +17,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from ..config import ConfigError, NotRobbinsMonroWarning
+from ..validation import Integer, OneOf, Optional
 from .executors import EXECUTORS, Executor, make_executor
 from .spec import SweepSpec
 from .store import (
@@ -30,8 +29,9 @@ from .tasks import Task, TaskOutcome, plan_tasks
 __all__ = ["run_sweep", "SweepReport", "TaskFailure"]
 
 
-def _is_int(v: Any) -> bool:
-    return isinstance(v, numbers.Integral) and not isinstance(v, bool)
+_WORKERS = Optional(Integer(ge=1))
+_CHUNK_RUNS = Optional(Integer(ge=1))
+_RETRIES = Integer(ge=0)
 
 
 @dataclass(frozen=True)
@@ -103,26 +103,20 @@ def check_executor_options(executor: str, scheduler: str | None = None,
     """Validate how a sweep is to be run; :class:`~attnsignal.config.ConfigError` (one line
     naming the option) on a bad combination. Used by :func:`run_sweep` and by callers that
     must fail before writing anything (``attnsignal reproduce``)."""
-    if executor not in EXECUTORS:
-        raise ConfigError("executor", "must be one of " + ", ".join(map(repr, EXECUTORS)),
-                          executor)
+    OneOf(*EXECUTORS).check("executor", executor)
     if scheduler is not None:
         if executor != "dask":
             raise ConfigError("scheduler", "only with executor 'dask'", scheduler)
         if not isinstance(scheduler, str) or not scheduler:
             raise ConfigError("scheduler", "must be an address such as 'tcp://host:8786'",
                               scheduler)
-    if workers is not None:
-        if not _is_int(workers) or workers < 1:
-            raise ConfigError("workers", "must be an integer >= 1 (or None)", workers)
+    if _WORKERS.check("workers", workers) is not None:
         if scheduler is not None or executor == "serial":
             raise ConfigError("workers", "only for executor 'local', or 'dask' without a "
                               "scheduler address (a running cluster has its own workers)",
                               workers)
-    if chunk_runs is not None and (not _is_int(chunk_runs) or chunk_runs < 1):
-        raise ConfigError("chunk_runs", "must be an integer >= 1 (or None)", chunk_runs)
-    if not _is_int(retries) or retries < 0:
-        raise ConfigError("retries", "must be an integer >= 0", retries)
+    _CHUNK_RUNS.check("chunk_runs", chunk_runs)
+    _RETRIES.check("retries", retries)
 
 
 def _as_spec(spec: Any) -> SweepSpec:
@@ -140,10 +134,9 @@ def _warn_schedules(spec: SweepSpec) -> None:
     for p in spec.points():
         if p.step not in seen and not p.step.robbins_monro:
             seen.add(p.step)
-            warnings.warn(
-                f"{p.label()}: step.power = {p.step.power:g} is outside (1/2, 1]; the schedule "
-                "is not Robbins–Monro", NotRobbinsMonroWarning, stacklevel=3,
-            )
+            warnings.warn(f"{p.label()}: the schedule is not Robbins–Monro "
+                          f"({p.step.not_robbins_monro_reason()})", NotRobbinsMonroWarning,
+                          stacklevel=3)
 
 
 class _Bar:
@@ -241,10 +234,6 @@ def run_sweep(
     if chunk_runs is None and old is not None:
         chunk_runs = old.get("chunk_runs")
     tasks = plan_tasks(spec, root, chunk_runs)
-    for engine in sorted({p.run.engine for p in spec.points()}):
-        if importlib.util.find_spec(f"attnsignal.engines.{engine}") is None:
-            raise ConfigError("sweep.engine",
-                              "must be an engine available in this build of attnsignal", engine)
     _warn_schedules(spec)
     values = {p.index: dict(p.values) for p in spec.points()}
     known = {}

@@ -30,9 +30,9 @@ from scipy.optimize import brentq
 from scipy.stats import beta as beta_dist
 
 from ..config import ModelConfig
-from ._checks import check_choice, check_model
+from ._checks import METHOD, MODEL, validated
 from .field import dphi_interpolant
-from .landscape import METHODS, landscape
+from .landscape import landscape
 
 __all__ = ["FixedPoint", "Basin", "Basins", "fixed_points", "landscape_verdict"]
 
@@ -95,6 +95,7 @@ def _classify_end(rho: float, dphi: float, tol: float) -> FixedPoint:
     return FixedPoint(rho, bool(is_max), "endpoint-max" if is_max else "endpoint-min", slope)
 
 
+@validated(model=MODEL, method=METHOD)
 def fixed_points(model: ModelConfig, method: str = "exact") -> list[FixedPoint]:
     """Stationary points of ``dρ/dt = (1 − ρ²) Φ'(ρ)`` on ``[−1, 1]``, sorted by ``rho``,
     always including ``±1`` (see the module docstring for the method and classification).
@@ -105,8 +106,6 @@ def fixed_points(model: ModelConfig, method: str = "exact") -> list[FixedPoint]:
     and the plain-language verdict are :func:`landscape_verdict` (built on this list).
     Raises ``ConfigError`` for a bad ``model`` or ``method``.
     """
-    check_model(model)
-    check_choice(method, "method", METHODS)
     dphi_i = dphi_interpolant(model, method)
 
     def dphi(r: float) -> float:
@@ -161,6 +160,7 @@ def _uniform_prob(d: int, lo: float, hi: float) -> float:
     return float(cdf(hi) - cdf(lo))
 
 
+@validated(model=MODEL, method=METHOD)
 def landscape_verdict(model: ModelConfig, method: str = "exact") -> Basins:
     """Basins of attraction and a plain-language verdict, e.g.
 

@@ -27,14 +27,13 @@ import numpy as np
 import pandas as pd
 
 from ..config import ModelConfig
-from ._checks import check_choice, check_int, check_model, check_rho
+from ._checks import METHOD, METHODS, MODEL, N_SAMPLES, RHO, SEED, validated
 from .asymptotic import phi_asymptotic
 from .exact import phi_exact
 from .landscape_mc import phi_mc
 
 __all__ = ["Landscape", "landscape", "METHODS"]
 
-METHODS = ("exact", "mc", "asymptotic")
 
 
 @dataclass(frozen=True, eq=False)
@@ -90,6 +89,7 @@ def _deterministic(fn, model: ModelConfig, rho: np.ndarray) -> tuple[np.ndarray,
     return s2 * phi, s2 * dphi
 
 
+@validated(model=MODEL, rho=RHO, method=METHOD, n_samples=N_SAMPLES, seed=SEED)
 def landscape(model: ModelConfig, rho: Any, method: str = "exact", *,
               n_samples: int = 100_000, seed: int = 0) -> Landscape:
     """``Φ(ρ)`` and ``Φ'(ρ)`` at the alignments ``rho`` (scalar or array in ``[−1, 1]``).
@@ -111,9 +111,7 @@ def landscape(model: ModelConfig, rho: Any, method: str = "exact", *,
     ConfigError (ValueError): ``rho`` outside ``[−1, 1]`` or not finite, unknown ``method``,
     bad ``n_samples``/``seed``, ``β σ > 12`` with method "exact".
     """
-    check_model(model)
-    r = check_rho(rho)
-    check_choice(method, "method", METHODS)
+    r = rho
     se_phi = se_dphi = None
     used = None
     if method == "asymptotic":
@@ -121,8 +119,7 @@ def landscape(model: ModelConfig, rho: Any, method: str = "exact", *,
     elif method == "exact":
         phi, dphi = _deterministic(phi_exact, model, r)
     else:
-        used = check_int(n_samples, "n_samples", 2)
-        check_int(seed, "seed", 0)
+        used = n_samples
         R, N, d, th, be, s2 = _standard(model)
         phi, dphi, se_phi, se_dphi = phi_mc(R, N, d, th, be, r.ravel(), used, seed,
                                             random_sign=model.signal_sign == "random")

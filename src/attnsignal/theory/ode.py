@@ -17,11 +17,14 @@ from typing import Any, Sequence
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from ..config import ModelConfig, StepSize
-from ..schedules import step_at_time
-from ._checks import check_choice, check_model, check_real, check_rho, check_step
+from ..config import ModelConfig
+from ..schedules import Schedule
+from ..validation import ConfigError
+from ._checks import (
+    ATOL, METHOD, MODEL, N_SAMPLES, OPTIONAL_POSITIVE, OPTIONAL_STEP, RHO, RHO0, RTOL, SEED,
+    TARGETS, validated,
+)
 from .field import dphi_interpolant
-from .landscape import METHODS
 
 __all__ = ["OdeSolution", "solve_ode", "flow", "DEFAULT_TARGETS"]
 
@@ -49,7 +52,7 @@ class OdeSolution:
     rho: np.ndarray
     hitting_times: dict[float, float]
     t_end: float
-    step: StepSize | None = None
+    step: Schedule | None = None
     hitting_steps: dict[float, int] | None = None
     _dense: Any = field(default=None, repr=False)
     _dphi_end: float = field(default=0.0, repr=False)
@@ -69,19 +72,14 @@ class OdeSolution:
     def steps_at(self, t: Any) -> np.ndarray:
         """Step index ``k`` with ``t_k >= t`` under ``self.step`` (requires ``step``)."""
         if self.step is None:
-            raise ValueError("step: solve_ode was called without a StepSize; got None")
-        return step_at_time(self.step, t)
+            raise ConfigError("step", "solve_ode was called without a schedule", None)
+        return self.step.step_at_time(t)
 
 
-def _check_targets(targets: Sequence[float]) -> tuple[float, ...]:
-    out = []
-    for x in targets:
-        out.append(check_real(x, "targets", 0.0, 1.0, lo_open=True, hi_open=True))
-    return tuple(out)
-
-
+@validated(model=MODEL, rho0=RHO0, t_max=OPTIONAL_POSITIVE, step=OPTIONAL_STEP, method=METHOD,
+           targets=TARGETS, rtol=RTOL, atol=ATOL, n_samples=N_SAMPLES, seed=SEED)
 def solve_ode(model: ModelConfig, rho0: float, t_max: float | None = None,
-              step: StepSize | None = None, *, method: str = "exact",
+              step: Schedule | None = None, *, method: str = "exact",
               targets: Sequence[float] = DEFAULT_TARGETS, rtol: float = 1e-10,
               atol: float = 1e-12, n_samples: int = 20_000, seed: int = 0) -> OdeSolution:
     """Solve ``dρ/dt = (1 − ρ²) Φ'(ρ)``, ``ρ(0) = rho0``, on ``[0, t_max]``.
@@ -102,17 +100,12 @@ def solve_ode(model: ModelConfig, rho0: float, t_max: float | None = None,
     OdeSolution. Raises ``ConfigError`` for ``rho0`` outside ``[−1, 1]``, ``t_max <= 0``,
     a bad method, target or step.
     """
-    check_model(model)
-    r0 = float(check_rho(rho0, "rho0"))
-    check_choice(method, "method", METHODS)
-    tg = _check_targets(targets)
-    if step is not None:
-        check_step(step)
+    r0 = rho0
+    tg = targets
     dphi = dphi_interpolant(model, method, n_samples=n_samples, seed=seed)
     scale = _dphi_scale(dphi)
     if t_max is None:
         t_max = 1e4 / max(scale, 1e-300)
-    t_max = check_real(t_max, "t_max", 0.0, lo_open=True)
 
     hits: dict[float, float] = {}
     if abs(r0) == 1.0 or _stationary(dphi, np.array([r0]), scale)[0]:
@@ -154,7 +147,7 @@ def solve_ode(model: ModelConfig, rho0: float, t_max: float | None = None,
                           rho=np.tanh(res.y[0]), hitting_times=hits, t_end=t_end,
                           _dense=res.sol, _dphi_end=float(dphi(np.array(sign))))
     if step is not None:
-        ks = {x: (int(step_at_time(step, h)) if np.isfinite(h) else -1) for x, h in hits.items()}
+        ks = {x: (int(step.step_at_time(h)) if np.isfinite(h) else -1) for x, h in hits.items()}
         sol = OdeSolution(**{**sol.__dict__, "step": step, "hitting_steps": ks})
     return sol
 
@@ -172,6 +165,7 @@ def _stationary(dphi, r0: np.ndarray, scale: float) -> np.ndarray:
     return np.abs(dphi(r0)) <= _STATIONARY_RTOL * max(scale, 1e-300)
 
 
+@validated(model=MODEL, rho0=RHO, method=METHOD, rtol=RTOL, atol=ATOL)
 def flow(model: ModelConfig, rho0: np.ndarray, t: np.ndarray, method: str = "exact",
          rtol: float = 1e-9, atol: float = 1e-11) -> np.ndarray:
     """ODE solutions from many starts at once: ``ρ(t_j; ρ0_i)``, shape ``(len(rho0), len(t))``.
@@ -179,7 +173,7 @@ def flow(model: ModelConfig, rho0: np.ndarray, t: np.ndarray, method: str = "exa
     ``t`` must be non-decreasing and ``>= 0``. One vectorised ``solve_ivp`` call in
     ``z = artanh ρ`` (starts at ``±1`` stay there).
     """
-    r0 = np.atleast_1d(check_rho(rho0, "rho0")).astype(np.float64)
+    r0 = np.atleast_1d(rho0).astype(np.float64)
     t = np.asarray(t, dtype=np.float64)
     out = np.empty((r0.size, t.size))
     dphi = dphi_interpolant(model, method)
