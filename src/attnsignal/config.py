@@ -43,14 +43,10 @@ __all__ = [
     "TabulatedStep",
     "schedule_from_dict",
     "RunConfig",
-    "ENGINES",
     "UPDATES",
     "SIGNAL_SIGNS",
 ]
 
-#: The engines of this build (the registry in :mod:`attnsignal.engines` is authoritative:
-#: ``RunConfig.engine`` is checked against ``engine_names()`` when it exists).
-ENGINES = ("literal", "projected", "chain")
 UPDATES = ("projected", "riemannian")
 SIGNAL_SIGNS = ("fixed", "random")
 
@@ -59,8 +55,7 @@ def _engine_names() -> tuple[str, ...]:
     """The registered engines, read at each check (an engine registered later is accepted)."""
     from . import engines
 
-    names = getattr(engines, "engine_names", None)
-    return tuple(names()) if names is not None else ENGINES
+    return tuple(engines.engine_names())
 
 
 # --------------------------------------------------------------------------- ModelConfig

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from ..config import ConfigError, NotRobbinsMonroWarning
+from ..engines import get_engine
 from ..validation import Integer, OneOf, Optional
 from .executors import EXECUTORS, Executor, make_executor
 from .spec import SweepSpec
@@ -234,6 +235,8 @@ def run_sweep(
     if chunk_runs is None and old is not None:
         chunk_runs = old.get("chunk_runs")
     tasks = plan_tasks(spec, root, chunk_runs)
+    for p in spec.points():  # variants and sizes the engine cannot do, before any work
+        get_engine(p.run.engine).check(p.model, p.run)
     _warn_schedules(spec)
     values = {p.index: dict(p.values) for p in spec.points()}
     known = {}

@@ -21,6 +21,7 @@ from ..validation import (  # noqa: F401  (Integer, OneOf, Optional, Sequence re
 
 __all__ = [
     "METHODS", "MODEL", "OPTIONAL_MODEL", "STEP", "OPTIONAL_STEP", "RHO", "RHO0", "METHOD",
+    "OPTIONAL_METHOD",
     "UPDATE", "N_SAMPLES", "SEED", "BATCH", "POSITIVE", "OPTIONAL_POSITIVE", "RTOL", "ATOL",
     "TARGET", "TARGETS", "RESULT", "BOOLEAN", "SIDE", "validated", "ConfigError",
 ]
@@ -38,6 +39,8 @@ RHO = RealArray(ge=-1.0, le=1.0)
 #: One starting alignment.
 RHO0 = Real(ge=-1.0, le=1.0)
 METHOD = OneOf(*METHODS)
+#: A method, or None for the model's default (:func:`attnsignal.theory.fixed_points.resolve_method`).
+OPTIONAL_METHOD = Optional(METHOD)
 UPDATE = OneOf(*UPDATES)
 N_SAMPLES = Integer(ge=2)
 SEED = Integer(ge=0)
@@ -46,7 +49,7 @@ POSITIVE = Real(gt=0.0)
 OPTIONAL_POSITIVE = Optional(POSITIVE)
 #: Relative tolerance of the ODE solver: scipy silently raises anything below 100 ε.
 RTOL = Real(ge=100 * float(np.finfo(float).eps), lt=1.0)
-ATOL = Real(ge=0.0)
+ATOL = Real(gt=0.0)
 #: A level of |ρ| strictly inside (0, 1).
 TARGET = Real(gt=0.0, lt=1.0)
 TARGETS = Sequence(TARGET, min_len=1)
