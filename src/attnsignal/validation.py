@@ -6,7 +6,7 @@ message is one line::
 
     theta: must be a finite number >= 0; got -1.0
 
-``field: <allowed>; got <value>``, the value's ``repr`` truncated to :data:`MAX_REPR` characters.
+``field: <allowed>; got <value>``, the value's ``repr`` cut to :data:`MAX_REPR` characters.
 
 Pieces
 ------
@@ -60,8 +60,8 @@ __all__ = [
     "parse_text",
 ]
 
-#: Longest value representation in a message (longer ones are cut with "…").
-MAX_REPR = 80
+#: Longest value representation in a message (longer ones lose their middle to "…").
+MAX_REPR = 160
 
 
 def short_repr(value: Any, limit: int = MAX_REPR) -> str:
@@ -73,8 +73,9 @@ def short_repr(value: Any, limit: int = MAX_REPR) -> str:
     except Exception:  # pragma: no cover - a broken __repr__
         text = f"<{type(value).__name__}>"
     text = " ".join(text.split())
-    if len(text) > limit:
-        text = text[: limit - 1] + "…"
+    if len(text) > limit:  # keep both ends (a path's file name is at its end)
+        head = (limit - 1) // 2
+        text = text[:head] + "…" + text[len(text) - (limit - 1 - head):]
     return text
 
 

@@ -237,7 +237,7 @@ def test_from_dict_names_missing_fields_and_big_values_are_truncated():
     assert "array of shape (40, 40)" in msg
     msg = _one_line_error(lambda: asg.ModelConfig(**{**GOOD_MODEL, "signal_sign": "x" * 5000}),
                           "signal_sign")
-    assert len(msg) < 200 and msg.endswith("…")
+    assert len(msg) < 300 and "…" in msg
 
 
 def test_sweep_grids_take_numpy_values_like_the_configs_do():
