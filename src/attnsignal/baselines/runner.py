@@ -8,7 +8,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from .._version import __version__
-from ..config import ConfigError, ModelConfig, RunConfig, StepSize, int_ge
+from ..config import ConfigError, ModelConfig, RunConfig, StepSize
+from ..validation import Integer
 from ..engines.base import run_seeds
 from ..results import Result
 from .base import RUNNING_AVERAGE, BaselineConfig, get_estimator, method_names
@@ -103,9 +104,7 @@ def baseline(
                           method)
     for name, value, lo in (("samples", samples, 1), ("runs", runs, 1), ("seed", seed, 0),
                             ("first_run", first_run, 0)):
-        pred, desc, _ = int_ge(lo)
-        if not pred(value):
-            raise ConfigError(name, desc, value)
+        Integer(ge=lo).check(name, value)
     run = RunConfig(steps=samples, runs=runs, seed=seed, record_every=record_every)
     step = _check_step(method, model, step)
     ks = baseline_record_steps(int(samples), record_every, record)

@@ -18,6 +18,7 @@ from typing import Any, Callable, Mapping
 
 from ..config import ConfigError, NotRobbinsMonroWarning
 from ..engines import get_engine
+from ..limits import check_memory, format_bytes
 from ..validation import Integer, OneOf, Optional
 from .executors import EXECUTORS, Executor, make_executor
 from .spec import SweepSpec
@@ -98,6 +99,10 @@ class SweepReport:
         return s + f" — {self.seconds:.1f} s"
 
 
+#: Memory one worker process needs before it computes anything (interpreter + libraries).
+WORKER_BYTES = 200 * 2**20
+
+
 def check_executor_options(executor: str, scheduler: str | None = None,
                            workers: int | None = None, chunk_runs: int | None = None,
                            retries: int = 0) -> None:
@@ -112,6 +117,9 @@ def check_executor_options(executor: str, scheduler: str | None = None,
             raise ConfigError("scheduler", "must be an address such as 'tcp://host:8786'",
                               scheduler)
     if _WORKERS.check("workers", workers) is not None:
+        # each worker is a process with numpy, pandas and numba loaded
+        check_memory("workers", float(workers) * WORKER_BYTES,
+                     f"{workers} worker processes (≈ {format_bytes(WORKER_BYTES)} each)", workers)
         if scheduler is not None or executor == "serial":
             raise ConfigError("workers", "only for executor 'local', or 'dask' without a "
                               "scheduler address (a running cluster has its own workers)",
