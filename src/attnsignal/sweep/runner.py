@@ -20,6 +20,7 @@ from typing import Any, Callable, Mapping
 
 from ..config import ConfigError, NotRobbinsMonroWarning
 from .executors import EXECUTORS, Executor, make_executor
+from .slurm import SlurmOptions
 from .spec import SweepSpec
 from .store import (
     MANIFEST, ManifestWriter, SweepStoreError, check_shard, discard_shard, locked,
@@ -115,10 +116,10 @@ def check_executor_options(executor: str, scheduler: str | None = None,
     if workers is not None:
         if not _is_int(workers) or workers < 1:
             raise ConfigError("workers", "must be an integer >= 1 (or None)", workers)
-        if scheduler is not None or executor == "serial":
+        if scheduler is not None or executor in ("serial", "slurm"):
             raise ConfigError("workers", "only for executor 'local', or 'dask' without a "
-                              "scheduler address (a running cluster has its own workers)",
-                              workers)
+                              "scheduler address (a running cluster has its own workers; "
+                              "on Slurm use slurm.jobs and slurm.cores)", workers)
     if chunk_runs is not None and (not _is_int(chunk_runs) or chunk_runs < 1):
         raise ConfigError("chunk_runs", "must be an integer >= 1 (or None)", chunk_runs)
     if not _is_int(retries) or retries < 0:
@@ -190,6 +191,7 @@ def run_sweep(
     progress: bool = True,
     retries: int = 2,
     on_task: Callable[[Task, TaskOutcome | BaseException], None] | None = None,
+    slurm: SlurmOptions | Mapping[str, Any] | None = None,
 ) -> SweepReport:
     """Run (or resume) a sweep into directory ``out``.
 
@@ -197,8 +199,8 @@ def run_sweep(
     ----------
     spec : a :class:`SweepSpec`, the path of a TOML spec, or the spec as a dict.
     out : the sweep directory (created; must be visible at the same path to every worker).
-    executor : ``"local"`` (process pool here, default), ``"dask"`` or ``"serial"`` (this
-        process).
+    executor : ``"local"`` (process pool here, default), ``"dask"``, ``"slurm"`` (Slurm jobs
+        through dask-jobqueue) or ``"serial"`` (this process).
     scheduler : with ``"dask"``, the address of a running scheduler; None starts a
         ``LocalCluster`` of ``workers`` processes with one thread each.
     workers : worker processes for ``"local"`` and the ``LocalCluster`` (default
@@ -208,6 +210,8 @@ def run_sweep(
     progress : a progress bar over tasks on stderr; failures are printed as they happen.
     retries : Dask retries per task / restarts of a broken local pool.
     on_task : called in this process with each finished task and its outcome or exception.
+    slurm : with ``"slurm"``, the jobs to request (:class:`~attnsignal.sweep.slurm.SlurmOptions`
+        or a ``[slurm]``-shaped dict); None: the spec's ``[slurm]`` table, else the defaults.
 
     Returns
     -------
@@ -224,6 +228,10 @@ def run_sweep(
     t0 = time.perf_counter()
     spec = _as_spec(spec)
     check_executor_options(executor, scheduler, workers, chunk_runs, retries)
+    if slurm is not None and executor != "slurm":
+        raise ConfigError("slurm", "only with executor 'slurm'", executor)
+    if executor == "slurm" and not isinstance(slurm, SlurmOptions):
+        slurm = SlurmOptions.from_dict(slurm) if slurm is not None else spec.slurm_options()
     root = Path(out)
     if root.exists() and not root.is_dir():
         raise SweepStoreError(f"out: must be a directory; got {str(out)!r}")
@@ -252,7 +260,8 @@ def run_sweep(
         known = {s["file"]: s["sha256"] for s in old.get("shards", []) if s.get("sha256")}
 
     def start() -> Executor:
-        return make_executor(executor, scheduler=scheduler, workers=workers, retries=retries)
+        return make_executor(executor, scheduler=scheduler, workers=workers, retries=retries,
+                             slurm=slurm if isinstance(slurm, SlurmOptions) else None)
 
     # A new directory is created only once the executor is up (an unreachable scheduler
     # writes nothing); an existing one is locked and verified first (maybe nothing to do).
