@@ -1,30 +1,21 @@
-"""The ``Result`` of a simulation: arrays, configs, a tidy frame, Parquet + JSON manifest I/O.
+"""The ``Result`` of a simulation: arrays, configs and a tidy frame.
 
-On disk a result is a directory::
-
-    result.parquet    tidy frame (one row per run × record)
-    manifest.json     configs, seed, engine, update, package version, timings, RM flag, ...
-    q_final.npy       (optional) final unit queries, runs × d
-    q_records.npy     (optional) queries at the record points, runs × records × d
-
-Every file is written to a temporary name in the same directory, flushed, fsynced and renamed
-(atomic on POSIX); the manifest is written last and is the commit marker: a directory without
-a manifest is not a result.
+The data object only; its files (Parquet frame + JSON manifest, written as one atomic unit)
+are :mod:`attnsignal.persistence`. ``atomic_write`` is re-exported here for old callers.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from .config import ModelConfig, RunConfig, StepSize
+from .config import ConfigError, ModelConfig, RunConfig, StepSize
+from .persistence import ResultFileError, atomic_write, read_result_files, write_result_files
 
 __all__ = ["Result", "atomic_write", "FRAME_COLUMNS"]
 
@@ -38,31 +29,6 @@ FRAME_COLUMNS = [
     "max_nuisance_weight",
     "diverged",
 ]
-
-
-def atomic_write(path: str | os.PathLike, write: Callable[[str], None]) -> None:
-    """Call ``write(tmp_path)`` then fsync and rename ``tmp_path`` onto ``path``."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        write(tmp)
-        with open(tmp, "rb+") as fh:
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    try:  # make the rename durable
-        dfd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
-    except OSError:
-        pass
 
 
 @dataclass
@@ -79,10 +45,11 @@ class Result:
     run_ids : (runs,) global run indices (``first_run`` ...)
     q_final : (runs, d) final unit queries (vector engines), else None
     q_records : (runs, records, d) queries at the records when asked for, else None
+    schedule : the step-size schedule ``η_k`` (``Result.step`` is an old name for it)
     """
 
     model: ModelConfig
-    step: StepSize
+    schedule: StepSize
     run: RunConfig
     steps: np.ndarray
     ode_time: np.ndarray
@@ -99,6 +66,12 @@ class Result:
 
     # -------------------------------------------------------------- convenience
     @property
+    def step(self) -> StepSize:
+        """The step-size schedule (old name of :attr:`schedule`; not to be confused with
+        :attr:`steps`, the step index of each record)."""
+        return self.schedule
+
+    @property
     def seed(self) -> int:
         return self.run.seed
 
@@ -112,7 +85,7 @@ class Result:
 
     @property
     def robbins_monro(self) -> bool:
-        return self.step.robbins_monro
+        return self.schedule.robbins_monro
 
     @property
     def final_alignment(self) -> np.ndarray:
@@ -166,13 +139,13 @@ class Result:
             "format": "attnsignal.result/1",
             "version": self.version,
             "model": self.model.to_dict(),
-            "step": self.step.to_dict(),
+            "step": self.schedule.to_dict(),
             "run": self.run.to_dict(),
             "seed": self.run.seed,
             "engine": self.run.engine,
             "update": self.run.update,
-            "robbins_monro": self.step.robbins_monro,
-            "schedule": self.step.describe(),
+            "robbins_monro": self.schedule.robbins_monro,
+            "schedule": self.schedule.describe(),
             "timings": self.timings,
             "run_ids": [int(r) for r in self.run_ids],
             "diverged_step": [int(s) for s in self.diverged_step],
@@ -182,17 +155,13 @@ class Result:
 
     # -------------------------------------------------------------- I/O
     def save(self, path: str | os.PathLike) -> Path:
-        """Write the result directory atomically (file by file, manifest last)."""
-        path = Path(path)
-        path.mkdir(parents=True, exist_ok=True)
-        frame = self.to_frame()
-        atomic_write(path / "result.parquet", lambda p: frame.to_parquet(p, index=False))
-        for name, arr in (("q_final", self.q_final), ("q_records", self.q_records)):
-            if arr is not None:
-                atomic_write(path / f"{name}.npy", lambda p, a=arr: _save_npy(p, a))
-        text = json.dumps(self.manifest(), indent=2, sort_keys=True)
-        atomic_write(path / "manifest.json", lambda p: Path(p).write_text(text + "\n"))
-        return path
+        """Write the result directory ``path`` as one atomic unit: killed at any moment, the
+        directory holds the previous result or this one, never a mixture; temporaries of an
+        earlier killed save are removed (layout: :mod:`attnsignal.persistence`).
+
+        Raises ``OSError`` when ``path`` cannot be written."""
+        arrays = {"q_final": self.q_final, "q_records": self.q_records}
+        return write_result_files(path, self.manifest(), self.to_frame(), arrays)
 
     @classmethod
     def from_frame(
@@ -221,7 +190,7 @@ class Result:
             bad = np.flatnonzero(~np.isfinite(align[i]))
             dstep[i] = int(steps[bad[0]]) if bad.size else -1
         return cls(
-            model=model, step=step, run=run.replace(runs=int(runs)),
+            model=model, schedule=step, run=run.replace(runs=int(runs)),
             steps=steps.astype(np.int64), ode_time=grid("ode_time")[0].copy(),
             alignment=align, informative_mass=grid("informative_mass"),
             max_nuisance_weight=grid("max_nuisance_weight"), diverged=diverged,
@@ -230,17 +199,38 @@ class Result:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "Result":
-        """Read a directory written by :meth:`save`; the round trip is exact."""
-        path = Path(path)
-        mpath = path / "manifest.json"
-        if not mpath.exists():
-            raise FileNotFoundError(f"{path}: no manifest.json — not a complete result directory")
-        man = json.loads(mpath.read_text())
-        frame = pd.read_parquet(path / "result.parquet")
-        run_ids = np.asarray(man["run_ids"], dtype=np.int64)
+        """Read a directory written by :meth:`save`; the round trip is exact.
+
+        Checks the manifest's format, every data file's checksum and that the frame holds
+        exactly the runs and records the manifest names. Raises ``ResultMissingError`` (also a
+        ``FileNotFoundError``) without a manifest, else ``ResultFileError`` (a ``ConfigError``)
+        with one line naming the damaged file."""
+        man, mpath, frame, arrays = read_result_files(path)
+        for key in ("model", "step", "run", "run_ids", "diverged_step"):
+            if key not in man:
+                raise ResultFileError(mpath, f"manifest lacks the key {key!r}")
+        try:
+            model = ModelConfig.from_dict(man["model"])
+            step = _schedule_from_dict(man["step"])
+            run = RunConfig.from_dict(man["run"])
+            run_ids = np.asarray(man["run_ids"], dtype=np.int64).reshape(-1)
+            dstep = np.asarray(man["diverged_step"], dtype=np.int64).reshape(-1)
+        except (ConfigError, TypeError, ValueError, AttributeError) as exc:
+            raise ResultFileError(mpath, f"manifest holds an invalid entry ({exc})") from None
+        fpath = Path(path) / (man.get("files", {}).get("frame", {}).get("name", "result.parquet"))
+        missing = [c for c in FRAME_COLUMNS if c not in frame.columns]
+        if missing:
+            raise ResultFileError(fpath, f"frame lacks the columns {missing}")
         frame = frame.sort_values(["run", "step"], kind="stable")
         steps = np.unique(frame["step"].to_numpy())
         runs, recs = run_ids.size, steps.size
+        found = np.unique(frame["run"].to_numpy())
+        if (len(frame) != runs * recs or dstep.size != runs
+                or not np.array_equal(found, np.sort(run_ids))):
+            raise ResultFileError(
+                fpath, f"frame must hold each of the manifest's {runs} runs at each of its "
+                       f"{recs} records exactly once; found {len(frame)} rows of runs "
+                       f"{found[:5].tolist()}{'…' if found.size > 5 else ''}")
 
         def grid(col: str) -> np.ndarray:
             return frame[col].to_numpy().reshape(runs, recs)
@@ -250,24 +240,28 @@ class Result:
             return grid(col)[order]
 
         return cls(
-            model=ModelConfig.from_dict(man["model"]),
-            step=StepSize.from_dict(man["step"]),
-            run=RunConfig.from_dict(man["run"]),
+            model=model,
+            schedule=step,
+            run=run,
             steps=steps.astype(np.int64),
             ode_time=grid("ode_time")[0].copy(),
             alignment=arr("alignment"),
             informative_mass=arr("informative_mass"),
             max_nuisance_weight=arr("max_nuisance_weight"),
             diverged=arr("diverged")[:, 0].astype(bool),
-            diverged_step=np.asarray(man["diverged_step"], dtype=np.int64),
+            diverged_step=dstep,
             run_ids=run_ids,
-            q_final=np.load(path / "q_final.npy") if man.get("has_q_final") else None,
-            q_records=np.load(path / "q_records.npy") if man.get("has_q_records") else None,
+            q_final=arrays["q_final"],
+            q_records=arrays["q_records"],
             timings=dict(man.get("timings", {})),
             version=man.get("version", ""),
         )
 
 
-def _save_npy(p: str, a: np.ndarray) -> None:
-    with open(p, "wb") as fh:
-        np.save(fh, a)
+def _schedule_from_dict(d: Any) -> StepSize:
+    """The step-size schedule of a manifest (any schedule family once there are several)."""
+    try:
+        from .schedules import schedule_from_dict  # type: ignore[attr-defined]
+    except ImportError:
+        return StepSize.from_dict(d)
+    return schedule_from_dict(d)

@@ -128,7 +128,7 @@ def simulate(
     samples = run.runs * run.steps * run.batch
     return Result(
         model=model,
-        step=step,
+        schedule=step,
         run=run,
         steps=np.asarray(ks, dtype=np.int64),
         ode_time=ode_time(step, ks),

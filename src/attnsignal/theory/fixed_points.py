@@ -34,7 +34,7 @@ from ._checks import check_choice, check_model
 from .field import dphi_interpolant
 from .landscape import METHODS, landscape
 
-__all__ = ["FixedPoint", "Basin", "Basins", "fixed_points", "landscape_verdict"]
+__all__ = ["FixedPoint", "Basin", "LandscapeVerdict", "Basins", "fixed_points", "landscape_verdict"]
 
 _GRID = 2000
 
@@ -70,8 +70,9 @@ class Basin:
 
 
 @dataclass(frozen=True)
-class Basins:
-    """All fixed points, the basins of the attractors and a one-line verdict."""
+class LandscapeVerdict:
+    """What :func:`landscape_verdict` returns: all fixed points, the basins of the attractors
+    and a one-line verdict."""
 
     model: ModelConfig
     fixed_points: list[FixedPoint]
@@ -85,6 +86,10 @@ class Basins:
             if b.contains(rho0):
                 return b.attractor
         return None
+
+
+#: Old name of :class:`LandscapeVerdict`.
+Basins = LandscapeVerdict
 
 
 def _classify_end(rho: float, dphi: float, tol: float) -> FixedPoint:
@@ -161,7 +166,7 @@ def _uniform_prob(d: int, lo: float, hi: float) -> float:
     return float(cdf(hi) - cdf(lo))
 
 
-def landscape_verdict(model: ModelConfig, method: str = "exact") -> Basins:
+def landscape_verdict(model: ModelConfig, method: str = "exact") -> LandscapeVerdict:
     """Basins of attraction and a plain-language verdict, e.g.
 
     * ``"Φ strictly increasing on [−1, 1]: every start but ρ = −1 goes to +ξ"``;
@@ -169,7 +174,7 @@ def landscape_verdict(model: ModelConfig, method: str = "exact") -> Basins:
     """
     pts = fixed_points(model, method)
     if all(p.kind == "endpoint-degenerate" for p in pts) and len(pts) == 2:
-        return Basins(model, pts, [], "Φ is constant: every ρ is stationary (no signal to find)")
+        return LandscapeVerdict(model, pts, [], "Φ is constant: every ρ is stationary (no signal to find)")
     stable = [p for p in pts if p.stable]
     unstable = [p.rho for p in pts if not p.stable]
     basins = []
@@ -194,4 +199,4 @@ def landscape_verdict(model: ModelConfig, method: str = "exact") -> Basins:
         parts = [f"{p.kind} at ρ = {p.rho:.4g} ({'attracting' if p.stable else 'repelling'})"
                  for p in pts]
         verdict = "fixed points: " + "; ".join(parts)
-    return Basins(model, pts, basins, verdict, monotone)
+    return LandscapeVerdict(model, pts, basins, verdict, monotone)
