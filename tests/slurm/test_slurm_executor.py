@@ -52,6 +52,7 @@ def test_slurm_sweep_gives_the_local_frame(slurm, tmp_path):
     assert _jobs(tag, "PENDING,RUNNING") == [], "the jobs are cancelled when the sweep ends"
 
 
+@pytest.mark.slow  # two job start-ups and a replacement: ~40 s on 2 busy cores
 def test_scancelled_job_is_replaced_and_the_sweep_loses_nothing(slurm, tmp_path):
     # 16 tasks of ~0.1 s on one job of 2 workers; the job is cancelled once the first
     # task is in: its running tasks die with it and must be recomputed by a new job.
