@@ -31,12 +31,10 @@ __all__ = [
     "ModelConfig",
     "StepSize",
     "RunConfig",
-    "ENGINES",
     "UPDATES",
     "SIGNAL_SIGNS",
 ]
 
-ENGINES = ("literal", "projected", "chain")
 UPDATES = ("projected", "riemannian")
 SIGNAL_SIGNS = ("fixed", "random")
 
@@ -105,6 +103,24 @@ def one_of(*choices: str) -> tuple[Callable[[Any], bool], str, Callable[[Any], A
     )
 
 
+def _engine_name() -> tuple[Callable[[Any], bool], Any, Callable[[Any], Any]]:
+    """A name registered in :mod:`attnsignal.engines` (looked up when checked: the registry
+    imports this module)."""
+
+    class _Allowed:
+        def __str__(self) -> str:
+            from .engines import engine_names
+
+            return "must be one of " + ", ".join(map(repr, engine_names()))
+
+    def pred(v: Any) -> bool:
+        from .engines import engine_names
+
+        return isinstance(v, str) and v in engine_names()
+
+    return (pred, _Allowed(), str)
+
+
 def optional(c: tuple) -> tuple[Callable[[Any], bool], str, Callable[[Any], Any]]:
     pred, desc, coerce = c
     return (
@@ -122,7 +138,7 @@ def _validate(obj: Any, table: Mapping[str, tuple], prefix: str = "") -> None:
         pred, desc, coerce = table[f.name]
         value = getattr(obj, f.name)
         if not pred(value):
-            raise ConfigError(prefix + f.name, desc, value)
+            raise ConfigError(prefix + f.name, str(desc), value)
         object.__setattr__(obj, f.name, coerce(value))
 
 
@@ -296,7 +312,7 @@ class RunConfig(_Config):
         "steps": int_ge(1),
         "runs": int_ge(1),
         "batch": int_ge(1),
-        "engine": one_of(*ENGINES),
+        "engine": _engine_name(),
         "update": one_of(*UPDATES),
         "seed": int_ge(0),
         "record_every": optional(int_ge(1)),

@@ -15,7 +15,7 @@ from .base import EngineState, StepStats, mark_diverged
 __all__ = ["K", "init_generator", "run_keys", "prepare", "finish", "stat_buffers",
            "kernel_lock", "ZT"]
 
-ZT = ziggurat_tables()
+ZT = ziggurat_tables(K.ZIGGURAT_R)
 
 # numba's "workqueue" layer aborts when two Python threads launch parallel kernels at once;
 # serialise launches (no cost for the usual single-threaded caller: a kernel uses every

@@ -9,7 +9,6 @@ of its content's determinants, and :func:`load_sweep` reads exactly the planned 
 
 from __future__ import annotations
 
-import importlib.util
 import numbers
 import os
 import time
@@ -19,6 +18,8 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from ..config import ConfigError, NotRobbinsMonroWarning
+from ..engines import get_engine
+from ..limits import check_memory, format_bytes
 from .executors import EXECUTORS, Executor, make_executor
 from .slurm import SlurmOptions
 from .spec import SweepSpec
@@ -98,6 +99,10 @@ class SweepReport:
         return s + f" — {self.seconds:.1f} s"
 
 
+#: Memory one worker process needs before it computes anything (interpreter + libraries).
+WORKER_BYTES = 200 * 2**20
+
+
 def check_executor_options(executor: str, scheduler: str | None = None,
                            workers: int | None = None, chunk_runs: int | None = None,
                            retries: int = 0) -> None:
@@ -116,6 +121,9 @@ def check_executor_options(executor: str, scheduler: str | None = None,
     if workers is not None:
         if not _is_int(workers) or workers < 1:
             raise ConfigError("workers", "must be an integer >= 1 (or None)", workers)
+        # each worker is a process with numpy, pandas and numba loaded
+        check_memory("workers", float(workers) * WORKER_BYTES,
+                     f"{workers} worker processes (≈ {format_bytes(WORKER_BYTES)} each)", workers)
         if scheduler is not None or executor in ("serial", "slurm"):
             raise ConfigError("workers", "only for executor 'local', or 'dask' without a "
                               "scheduler address (a running cluster has its own workers; "
@@ -249,10 +257,8 @@ def run_sweep(
     if chunk_runs is None and old is not None:
         chunk_runs = old.get("chunk_runs")
     tasks = plan_tasks(spec, root, chunk_runs)
-    for engine in sorted({p.run.engine for p in spec.points()}):
-        if importlib.util.find_spec(f"attnsignal.engines.{engine}") is None:
-            raise ConfigError("sweep.engine",
-                              "must be an engine available in this build of attnsignal", engine)
+    for p in spec.points():  # variants and sizes the engine cannot do, before any work
+        get_engine(p.run.engine).check(p.model, p.run)
     _warn_schedules(spec)
     values = {p.index: dict(p.values) for p in spec.points()}
     known = {}
