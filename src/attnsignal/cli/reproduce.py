@@ -41,6 +41,8 @@ def reproduce_cmd(
     from ..claims import CLAIMS_HEADER, claims_table_rows
     from ..reproduce import Plan, reproduce
 
+    from ..paths import check_output_dir
+
     if executor not in ("local", "dask", "slurm"):
         raise ConfigError("executor", "must be one of 'local', 'dask', 'slurm'", executor)
     if seed < 0:
@@ -56,6 +58,7 @@ def reproduce_cmd(
         if dry_run:
             out.print(slurm_job_script(slurm), markup=False, highlight=False, soft_wrap=True)
             return
+    check_output_dir(out_dir, "out")  # a file, read-only, too long...: before any work
     plan = Plan.quick_plan(seed) if quick else Plan.full(seed)
 
     def run(executor: str, scheduler: str | None):

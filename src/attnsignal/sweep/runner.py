@@ -20,6 +20,7 @@ from typing import Any, Callable, Mapping
 from ..config import ConfigError, NotRobbinsMonroWarning
 from ..engines import get_engine
 from ..limits import check_memory, format_bytes
+from ..paths import check_output_dir
 from .executors import EXECUTORS, Executor, make_executor
 from .slurm import SlurmOptions
 from .spec import SweepSpec
@@ -228,8 +229,8 @@ def run_sweep(
 
     Raises
     ------
-    ConfigError : a bad spec or option (before anything is written), or an unreachable
-        scheduler.
+    ConfigError : a bad spec or option, or an ``out`` that cannot be a writable directory
+        (before anything is written), or an unreachable scheduler.
     SweepStoreError : ``out`` holds a different sweep, is not a directory, or another sweep
         is running in it.
     """
@@ -240,9 +241,7 @@ def run_sweep(
         raise ConfigError("slurm", "only with executor 'slurm'", executor)
     if executor == "slurm" and not isinstance(slurm, SlurmOptions):
         slurm = SlurmOptions.from_dict(slurm) if slurm is not None else spec.slurm_options()
-    root = Path(out)
-    if root.exists() and not root.is_dir():
-        raise SweepStoreError(f"out: must be a directory; got {str(out)!r}")
+    root = check_output_dir(out, "out", create=False)  # a file, unwritable...: nothing runs
     old: dict[str, Any] | None = None
     if (root / MANIFEST).exists():
         try:
