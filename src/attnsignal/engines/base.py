@@ -31,13 +31,13 @@ from __future__ import annotations
 
 import abc
 import os
-import resource
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
 from ..config import SIGNAL_SIGNS, UPDATES, ConfigError, ModelConfig, RunConfig
+from ..limits import format_bytes, memory_limit  # re-exported: the engines' size checks
 
 __all__ = [
     "Engine",
@@ -197,32 +197,11 @@ class Engine(abc.ABC):
 # --------------------------------------------------------------------------- sizes
 
 
-def memory_limit() -> int:
-    """Bytes a simulation may plan to use: the physical memory, or the address-space limit
-    (``ulimit -v``) when that is lower."""
-    try:
-        phys = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
-        phys = 1 << 40
-    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
-    if soft != resource.RLIM_INFINITY and soft > 0:
-        phys = min(phys, soft)
-    return int(phys)
-
-
 def compute_threads() -> int:
     """Threads a compiled engine may run at once (numba's default: ``NUMBA_NUM_THREADS`` or
     the CPU count); each holds its own scratch."""
     env = os.environ.get("NUMBA_NUM_THREADS", "")
     return int(env) if env.isdigit() and int(env) > 0 else (os.cpu_count() or 1)
-
-
-def format_bytes(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):
-        if n < 1024 or unit == "EiB":
-            return f"{n:.3g} {unit}" if unit != "B" else f"{int(n)} B"
-        n /= 1024
-    return f"{n:.3g} EiB"  # pragma: no cover
 
 
 def token_field(model: ModelConfig) -> tuple[str, int]:

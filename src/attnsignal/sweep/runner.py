@@ -19,6 +19,8 @@ from typing import Any, Callable, Mapping
 
 from ..config import ConfigError, NotRobbinsMonroWarning
 from ..engines import get_engine
+from ..limits import check_memory, format_bytes
+from ..paths import check_output_dir
 from .executors import EXECUTORS, Executor, make_executor
 from .spec import SweepSpec
 from .store import (
@@ -97,6 +99,10 @@ class SweepReport:
         return s + f" — {self.seconds:.1f} s"
 
 
+#: Memory one worker process needs before it computes anything (interpreter + libraries).
+WORKER_BYTES = 200 * 2**20
+
+
 def check_executor_options(executor: str, scheduler: str | None = None,
                            workers: int | None = None, chunk_runs: int | None = None,
                            retries: int = 0) -> None:
@@ -115,6 +121,9 @@ def check_executor_options(executor: str, scheduler: str | None = None,
     if workers is not None:
         if not _is_int(workers) or workers < 1:
             raise ConfigError("workers", "must be an integer >= 1 (or None)", workers)
+        # each worker is a process with numpy, pandas and numba loaded
+        check_memory("workers", float(workers) * WORKER_BYTES,
+                     f"{workers} worker processes (≈ {format_bytes(WORKER_BYTES)} each)", workers)
         if scheduler is not None or executor == "serial":
             raise ConfigError("workers", "only for executor 'local', or 'dask' without a "
                               "scheduler address (a running cluster has its own workers)",
@@ -216,17 +225,15 @@ def run_sweep(
 
     Raises
     ------
-    ConfigError : a bad spec or option (before anything is written), or an unreachable
-        scheduler.
+    ConfigError : a bad spec or option, or an ``out`` that cannot be a writable directory
+        (before anything is written), or an unreachable scheduler.
     SweepStoreError : ``out`` holds a different sweep, is not a directory, or another sweep
         is running in it.
     """
     t0 = time.perf_counter()
     spec = _as_spec(spec)
     check_executor_options(executor, scheduler, workers, chunk_runs, retries)
-    root = Path(out)
-    if root.exists() and not root.is_dir():
-        raise SweepStoreError(f"out: must be a directory; got {str(out)!r}")
+    root = check_output_dir(out, "out", create=False)  # a file, unwritable...: nothing runs
     old: dict[str, Any] | None = None
     if (root / MANIFEST).exists():
         try:
