@@ -137,9 +137,11 @@ def simulate(
         raise ConfigError("first_run", "must be an integer in [0, 2^63 − 1 − runs] (run ids are "
                           "64-bit)", first_run)
     eng.check(model, run)
+    # 0, every, 2·every, ..., steps: counted before the list is built
+    _check_record_memory(run.runs, -(-run.steps // run.record_every) + 1,
+                         model.d if record_q else 0)
     ks = run.record_steps()
     n_rec = len(ks)
-    _check_record_memory(run.runs, n_rec, model.d if record_q else 0)
     step.warn_if_not_robbins_monro()
 
     t0 = time.perf_counter()
