@@ -20,6 +20,7 @@ from .persistence import ResultFileError, atomic_write, read_result_files, write
 __all__ = ["Result", "atomic_write", "FRAME_COLUMNS"]
 
 FRAME_COLUMNS = [
+    "method",
     "run",
     "step",
     "ode_time",
@@ -46,6 +47,8 @@ class Result:
     q_final : (runs, d) final unit queries (vector engines), else None
     q_records : (runs, records, d) queries at the records when asked for, else None
     schedule : the step-size schedule ``η_k`` (``Result.step`` is an old name for it)
+    method : ``"sga"`` (attention's stochastic gradient ascent) or the baseline estimator
+        (``"mean"``, ``"pca"``, ``"oja"``, ``"oracle"``, see :func:`attnsignal.baseline`)
     """
 
     model: ModelConfig
@@ -63,6 +66,7 @@ class Result:
     q_records: np.ndarray | None = None
     timings: dict[str, float] = field(default_factory=dict)
     version: str = ""
+    method: str = "sga"
 
     # -------------------------------------------------------------- convenience
     @property
@@ -126,6 +130,7 @@ class Result:
         runs, recs = self.alignment.shape
         return pd.DataFrame(
             {
+                "method": [self.method] * (runs * recs),
                 "run": np.repeat(self.run_ids.astype(np.int64), recs),
                 "step": np.tile(self.steps.astype(np.int64), runs),
                 "ode_time": np.tile(self.ode_time, runs),
@@ -141,6 +146,7 @@ class Result:
         return {
             "format": "attnsignal.result/1",
             "version": self.version,
+            "method": self.method,
             "model": self.model.to_dict(),
             "step": self.schedule.to_dict(),
             "run": self.run.to_dict(),
@@ -187,6 +193,7 @@ class Result:
             return frame[col].to_numpy().reshape(runs, recs)
 
         align = grid("alignment")
+        method = str(frame["method"].iloc[0]) if "method" in frame and len(frame) else "sga"
         diverged = grid("diverged")[:, 0].astype(bool)
         dstep = np.full(runs, -1, dtype=np.int64)
         for i in np.flatnonzero(diverged):
@@ -198,6 +205,7 @@ class Result:
             alignment=align, informative_mass=grid("informative_mass"),
             max_nuisance_weight=grid("max_nuisance_weight"), diverged=diverged,
             diverged_step=dstep, run_ids=run_ids.astype(np.int64), version=version,
+            method=method,
         )
 
     @classmethod
@@ -258,6 +266,7 @@ class Result:
             q_records=arrays["q_records"],
             timings=dict(man.get("timings", {})),
             version=man.get("version", ""),
+            method=str(man.get("method", "sga")),  # manifests before baselines: attention
         )
 
 

@@ -311,6 +311,8 @@ def load_sweep(out: str | os.PathLike[str], *, partial: bool = False) -> pd.Data
             bad.append((e, state))
             continue
         f = pd.read_parquet(io.BytesIO(data))
+        if "method" not in f.columns:  # shards written before the baselines: attention
+            f.insert(0, "method", "sga")
         missing_cols = [c for c in FRAME_COLUMNS if c not in f.columns]
         if missing_cols:
             raise SweepStoreError(f"shard {e['file']}: lacks columns {missing_cols}")
