@@ -31,13 +31,13 @@ from __future__ import annotations
 
 import abc
 import os
-import resource
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
 from ..config import SIGNAL_SIGNS, UPDATES, ConfigError, ModelConfig, RunConfig
+from ..limits import format_bytes, memory_budget
 
 __all__ = [
     "Engine",
@@ -51,9 +51,7 @@ __all__ = [
     "initial_rho",
     "initial_query_state",
     "mark_diverged",
-    "memory_limit",
     "compute_threads",
-    "format_bytes",
 ]
 
 #: Most updates per run: step indices are int64 and the update index is a Philox counter word.
@@ -146,7 +144,7 @@ class Engine(abc.ABC):
     def check(self, model: ModelConfig, run: RunConfig) -> None:
         """Raise ``ConfigError`` for what this engine cannot do, before any work starts:
         an unsupported ``signal_sign`` or ``update``, more than :data:`MAX_STEPS` updates, or
-        a size whose memory estimate exceeds :func:`memory_limit`."""
+        a size whose memory estimate exceeds :func:`attnsignal.limits.memory_budget`."""
         caps = self.capabilities
         if model.signal_sign not in caps.signal_signs:
             raise ConfigError(
@@ -162,15 +160,14 @@ class Engine(abc.ABC):
                               "64-bit)", run.steps)
         terms = self.memory_terms(model, run)
         total = sum(t.nbytes for t in terms)
-        limit = memory_limit()
+        limit = memory_budget()
         if terms and total > limit:
             big = max(terms, key=lambda t: t.nbytes)
             rest = "" if total < 1.01 * big.nbytes else f" ({format_bytes(total)} in all)"
             raise ConfigError(
                 big.field,
                 f"must be small enough for the {self.name!r} engine to fit in memory: {big.what} "
-                f"need ≈ {format_bytes(big.nbytes)}{rest}, this machine allows "
-                f"{format_bytes(limit)}",
+                f"need ≈ {format_bytes(big.nbytes)}{rest}, {format_bytes(limit)} available",
                 big.value,
             )
 
@@ -197,32 +194,11 @@ class Engine(abc.ABC):
 # --------------------------------------------------------------------------- sizes
 
 
-def memory_limit() -> int:
-    """Bytes a simulation may plan to use: the physical memory, or the address-space limit
-    (``ulimit -v``) when that is lower."""
-    try:
-        phys = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
-        phys = 1 << 40
-    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
-    if soft != resource.RLIM_INFINITY and soft > 0:
-        phys = min(phys, soft)
-    return int(phys)
-
-
 def compute_threads() -> int:
     """Threads a compiled engine may run at once (numba's default: ``NUMBA_NUM_THREADS`` or
     the CPU count); each holds its own scratch."""
     env = os.environ.get("NUMBA_NUM_THREADS", "")
     return int(env) if env.isdigit() and int(env) > 0 else (os.cpu_count() or 1)
-
-
-def format_bytes(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):
-        if n < 1024 or unit == "EiB":
-            return f"{n:.3g} {unit}" if unit != "B" else f"{int(n)} B"
-        n /= 1024
-    return f"{n:.3g} EiB"  # pragma: no cover
 
 
 def token_field(model: ModelConfig) -> tuple[str, int]:
