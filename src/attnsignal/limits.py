@@ -4,8 +4,8 @@ Every check raises :class:`~attnsignal.config.ConfigError` (one line ``field: al
 value``, exit status 2 on the command line) *before* anything is computed or written, with
 the estimate in the message:
 
-* :func:`check_memory` — an allocation that cannot fit: more than :func:`memory_budget`
-  (half of the memory available now, from ``/proc/meminfo``; 8 GiB when unknown);
+* :func:`check_memory` — an allocation that cannot fit: more than :func:`memory_limit`
+  (the physical memory, or ``ulimit -v`` when lower; the engines' checks use it too);
 * :func:`check_work` — more elementary operations than :data:`MAX_WORK` (about 10⁴ s of
   compute at 10⁸ operations a second): work that could not finish in any sensible time;
 * :func:`check_output_dir` / :func:`check_output_file` — where results will be written must
@@ -24,7 +24,7 @@ from .config import ConfigError
 __all__ = [
     "MAX_WORK",
     "OPS_PER_SECOND",
-    "memory_budget",
+    "memory_limit",
     "check_memory",
     "check_work",
     "check_output_dir",
@@ -37,15 +37,14 @@ __all__ = [
 MAX_WORK = 1e12
 #: Rough rate used to turn a count of operations into the time quoted in messages.
 OPS_PER_SECOND = 1e8
-_FALLBACK_BUDGET = 8 * 2**30
 
 
 def format_bytes(n: float) -> str:
     """``n`` bytes in binary units, e.g. ``'7.28 TiB'``."""
     for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):
-        if abs(n) < 1024.0 or unit == "EiB":
+        if n < 1024 or unit == "EiB":
             return f"{n:.3g} {unit}" if unit != "B" else f"{int(n)} B"
-        n /= 1024.0
+        n /= 1024
     return f"{n:.3g} EiB"  # pragma: no cover
 
 
@@ -57,32 +56,38 @@ def format_seconds(s: float) -> str:
     return f"{s:.3g} s"
 
 
-def memory_budget() -> int:
-    """Bytes one computation may allocate: half of ``MemAvailable`` (Linux), else 8 GiB."""
+def memory_limit() -> int:
+    """Bytes one computation may plan to use: the physical memory, or the address-space limit
+    (``ulimit -v``) when that is lower."""
     try:
-        with open("/proc/meminfo", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024 // 2
-    except (OSError, ValueError, IndexError):
+        phys = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
+        phys = 1 << 40
+    try:
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+        if soft != resource.RLIM_INFINITY and soft > 0:
+            phys = min(phys, soft)
+    except (ImportError, ValueError, OSError):  # pragma: no cover - non-POSIX
         pass
-    return _FALLBACK_BUDGET
+    return int(phys)
 
 
 def check_memory(field: str, nbytes: float, what: str, value: Any) -> None:
     """Raise ConfigError when ``nbytes`` (an estimate of ``what``) exceeds the budget."""
-    budget = memory_budget()
-    if not nbytes <= budget:  # also catches NaN
+    limit = memory_limit()
+    if not nbytes <= limit:  # also catches NaN
         raise ConfigError(
-            field, f"must keep {what} within memory: needs about {format_bytes(nbytes)}, "
-                   f"{format_bytes(budget)} available", value)
+            field, f"must keep {what} within memory: needs ≈ {format_bytes(nbytes)}, this "
+                   f"machine allows {format_bytes(limit)}", value)
 
 
 def check_work(field: str, ops: float, what: str, value: Any, limit: float = MAX_WORK) -> None:
     """Raise ConfigError when ``ops`` elementary operations (``what``) exceed ``limit``."""
     if not ops <= limit:
         raise ConfigError(
-            field, f"must keep {what} below {limit:.0e} operations: about {ops:.3g} "
+            field, f"must keep {what} below {limit:.0e} operations: ≈ {ops:.3g} "
                    f"(~{format_seconds(ops / OPS_PER_SECOND)})", value)
 
 

@@ -37,7 +37,7 @@ from typing import Any, ClassVar, Sequence
 import numpy as np
 
 from ..config import SIGNAL_SIGNS, UPDATES, ConfigError, ModelConfig, RunConfig
-from ..limits import format_bytes, memory_budget
+from ..limits import format_bytes, memory_limit
 
 __all__ = [
     "Engine",
@@ -144,7 +144,7 @@ class Engine(abc.ABC):
     def check(self, model: ModelConfig, run: RunConfig) -> None:
         """Raise ``ConfigError`` for what this engine cannot do, before any work starts:
         an unsupported ``signal_sign`` or ``update``, more than :data:`MAX_STEPS` updates, or
-        a size whose memory estimate exceeds :func:`attnsignal.limits.memory_budget`."""
+        a size whose memory estimate exceeds :func:`attnsignal.limits.memory_limit`."""
         caps = self.capabilities
         if model.signal_sign not in caps.signal_signs:
             raise ConfigError(
@@ -160,14 +160,15 @@ class Engine(abc.ABC):
                               "64-bit)", run.steps)
         terms = self.memory_terms(model, run)
         total = sum(t.nbytes for t in terms)
-        limit = memory_budget()
+        limit = memory_limit()
         if terms and total > limit:
             big = max(terms, key=lambda t: t.nbytes)
             rest = "" if total < 1.01 * big.nbytes else f" ({format_bytes(total)} in all)"
             raise ConfigError(
                 big.field,
                 f"must be small enough for the {self.name!r} engine to fit in memory: {big.what} "
-                f"need ≈ {format_bytes(big.nbytes)}{rest}, {format_bytes(limit)} available",
+                f"need ≈ {format_bytes(big.nbytes)}{rest}, this machine allows "
+                f"{format_bytes(limit)}",
                 big.value,
             )
 

@@ -19,6 +19,7 @@ from typing import Any, Callable, Mapping
 
 from ..config import ConfigError, NotRobbinsMonroWarning
 from ..engines import get_engine
+from ..limits import check_memory, format_bytes
 from .executors import EXECUTORS, Executor, make_executor
 from .spec import SweepSpec
 from .store import (
@@ -97,6 +98,10 @@ class SweepReport:
         return s + f" — {self.seconds:.1f} s"
 
 
+#: Memory one worker process needs before it computes anything (interpreter + libraries).
+WORKER_BYTES = 200 * 2**20
+
+
 def check_executor_options(executor: str, scheduler: str | None = None,
                            workers: int | None = None, chunk_runs: int | None = None,
                            retries: int = 0) -> None:
@@ -115,6 +120,9 @@ def check_executor_options(executor: str, scheduler: str | None = None,
     if workers is not None:
         if not _is_int(workers) or workers < 1:
             raise ConfigError("workers", "must be an integer >= 1 (or None)", workers)
+        # each worker is a process with numpy, pandas and numba loaded
+        check_memory("workers", float(workers) * WORKER_BYTES,
+                     f"{workers} worker processes (≈ {format_bytes(WORKER_BYTES)} each)", workers)
         if scheduler is not None or executor == "serial":
             raise ConfigError("workers", "only for executor 'local', or 'dask' without a "
                               "scheduler address (a running cluster has its own workers)",
