@@ -32,6 +32,9 @@ def reproduce_cmd(
     from ..claims import CLAIMS_HEADER, claims_table_rows
     from ..reproduce import Plan, reproduce
 
+    from ..paths import check_output_dir
+
+    check_output_dir(out_dir, "out")  # a file, read-only, too long...: before any work
     if executor not in ("local", "dask"):
         raise ConfigError("executor", "must be one of 'local', 'dask'", executor)
     if seed < 0:

@@ -20,6 +20,7 @@ from typing import Any, Callable, Mapping
 from ..config import ConfigError, NotRobbinsMonroWarning
 from ..engines import get_engine
 from ..limits import check_memory, format_bytes
+from ..paths import check_output_dir
 from .executors import EXECUTORS, Executor, make_executor
 from .spec import SweepSpec
 from .store import (
@@ -224,17 +225,15 @@ def run_sweep(
 
     Raises
     ------
-    ConfigError : a bad spec or option (before anything is written), or an unreachable
-        scheduler.
+    ConfigError : a bad spec or option, or an ``out`` that cannot be a writable directory
+        (before anything is written), or an unreachable scheduler.
     SweepStoreError : ``out`` holds a different sweep, is not a directory, or another sweep
         is running in it.
     """
     t0 = time.perf_counter()
     spec = _as_spec(spec)
     check_executor_options(executor, scheduler, workers, chunk_runs, retries)
-    root = Path(out)
-    if root.exists() and not root.is_dir():
-        raise SweepStoreError(f"out: must be a directory; got {str(out)!r}")
+    root = check_output_dir(out, "out", create=False)  # a file, unwritable...: nothing runs
     old: dict[str, Any] | None = None
     if (root / MANIFEST).exists():
         try:

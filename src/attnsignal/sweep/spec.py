@@ -36,13 +36,12 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-import tomllib
 from dataclasses import MISSING, dataclass, field, fields
 from os import PathLike
-from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from ..config import ConfigError, ModelConfig, RunConfig, StepSize
+from ..paths import read_toml
 
 __all__ = ["SweepSpec", "GridPoint", "SECTIONS", "TABLES"]
 
@@ -185,20 +184,10 @@ class SweepSpec:
     def from_toml(cls, path: str | PathLike[str]) -> "SweepSpec":
         """Read and validate a TOML spec.
 
-        Raises ConfigError (``spec: file not found`` / ``spec: must be valid TOML``, or any
-        problem of :meth:`from_dict`)."""
-        p = Path(path)
-        try:
-            with open(p, "rb") as fh:
-                data = tomllib.load(fh)
-        except FileNotFoundError:
-            raise ConfigError("spec", "file not found", str(p)) from None
-        except IsADirectoryError:
-            raise ConfigError("spec", "must be a TOML file, not a directory", str(p)) from None
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError("spec", f"must be valid TOML ({exc})", str(p)) from None
-        except OSError as exc:
-            raise ConfigError("spec", f"cannot be read ({exc.strerror})", str(p)) from None
+        Raises ConfigError (``spec: file not found`` / ``spec: must be valid TOML`` / not UTF-8,
+        unreadable, a directory — :func:`attnsignal.paths.read_toml` — or any problem of
+        :meth:`from_dict`)."""
+        data = read_toml(path, "spec")
         return cls.from_dict(data)
 
     # ------------------------------------------------------------------ queries
