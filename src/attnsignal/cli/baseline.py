@@ -11,7 +11,7 @@ import typer
 from rich.table import Table
 
 from ..config import ConfigError
-from . import UsageFailure, app
+from . import app
 from ._common import build_configs, field_option, fmt, load_toml, out
 
 #: Defaults of a bare ``attnsignal baseline``: the headline model (d = 100, R = 500,
@@ -76,8 +76,9 @@ def baseline_cmd(
     if method not in method_names():
         raise ConfigError("method", "must be one of " + ", ".join(map(repr, method_names())),
                           method)
-    if out_dir.exists() and not out_dir.is_dir():
-        raise UsageFailure(f"out: must be a directory (or not exist yet); got {str(out_dir)!r}")
+    from ..paths import check_output_dir
+
+    check_output_dir(out_dir, "out")  # a file, read-only, too long...: before any work
     flags = dict(
         d=d, n_informative=n_informative, n_nuisance=n_nuisance, theta=theta, beta=beta,
         noise_std=noise_std, signal_sign=signal_sign, steps=steps, runs=runs, seed=seed,
