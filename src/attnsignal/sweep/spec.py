@@ -100,8 +100,11 @@ class GridPoint:
 
     @property
     def run_kwargs(self) -> dict[str, Any]:
-        """``RunConfig`` fields as keyword arguments of :func:`attnsignal.simulate`."""
-        return self.run.to_dict()
+        """``RunConfig`` fields as keyword arguments of :func:`attnsignal.simulate` (the
+        ``method`` field says whether to call it or :func:`attnsignal.baseline`)."""
+        kwargs = self.run.to_dict()
+        kwargs.pop("method", None)
+        return kwargs
 
     def label(self) -> str:
         """``point 3 (model.theta=0.5, model.n_nuisance=40)``."""
