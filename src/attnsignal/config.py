@@ -45,10 +45,14 @@ __all__ = [
     "RunConfig",
     "UPDATES",
     "SIGNAL_SIGNS",
+    "METHODS",
 ]
 
 UPDATES = ("projected", "riemannian")
 SIGNAL_SIGNS = ("fixed", "random")
+#: ``"sga"`` (attention, :func:`attnsignal.simulate`) and the baseline estimators
+#: (:func:`attnsignal.baseline`; kept equal to ``attnsignal.baselines.method_names()`` by a test).
+METHODS = ("sga", "mean", "pca", "oja", "oracle")
 
 
 def _engine_names() -> tuple[str, ...]:
@@ -136,6 +140,8 @@ class RunConfig(Config):
     record : None | "linear" | "log" | tuple of step indices — see :mod:`attnsignal.records`
                                    (``"linear"`` is stored as None; ``record_every`` stays
                                    None for the others)
+    method : "sga" | "mean" | "pca" | "oja" | "oracle"   attention's SGA, or a baseline
+                                   estimator on the same token stream (``steps`` = samples)
     """
 
     steps: int
@@ -146,6 +152,7 @@ class RunConfig(Config):
     seed: int = 0
     record_every: int | None = None
     initial_alignment: float | None = None
+    method: str = "sga"
     record: str | tuple[int, ...] | None = field(default=None, metadata={"omit_if_none": True})
 
     _section = "run"
@@ -160,6 +167,7 @@ class RunConfig(Config):
                                  "steps (default: about 200 records)"),
         "initial_alignment": Optional(Real(ge=-1.0, le=1.0), doc="start with ρ0 = this "
                                       "(default: q0 uniform on the sphere)"),
+        "method": OneOf(*METHODS, doc="attention's SGA or a baseline estimator"),
         "record": RECORD,
     }
 

@@ -1,4 +1,4 @@
-"""Limits checked before work starts: memory, amount of work, and output paths.
+"""Limits checked before work starts: memory and amount of work.
 
 Every check raises :class:`~attnsignal.config.ConfigError` (one line ``field: allowed; got
 value``, exit status 2 on the command line) *before* anything is computed or written, with
@@ -7,16 +7,14 @@ the estimate in the message:
 * :func:`check_memory` — an allocation that cannot fit: more than :func:`memory_limit`
   (the physical memory, or ``ulimit -v`` when lower; the engines' checks use it too);
 * :func:`check_work` — more elementary operations than :data:`MAX_WORK` (about 10⁴ s of
-  compute at 10⁸ operations a second): work that could not finish in any sensible time;
-* :func:`check_output_dir` / :func:`check_output_file` — where results will be written must
-  be (or can be created as) a writable directory, resp. a file in one.
+  compute at 10⁸ operations a second): work that could not finish in any sensible time.
+
+Paths (output directories, input files) are checked by :mod:`attnsignal.paths`.
 """
 
 from __future__ import annotations
 
-import errno
 import os
-from pathlib import Path
 from typing import Any
 
 from .config import ConfigError
@@ -27,8 +25,6 @@ __all__ = [
     "memory_limit",
     "check_memory",
     "check_work",
-    "check_output_dir",
-    "check_output_file",
     "format_bytes",
     "format_seconds",
 ]
@@ -89,68 +85,3 @@ def check_work(field: str, ops: float, what: str, value: Any, limit: float = MAX
         raise ConfigError(
             field, f"must keep {what} below {limit:.0e} operations: ≈ {ops:.3g} "
                    f"(~{format_seconds(ops / OPS_PER_SECOND)})", value)
-
-
-def _describe_os_error(exc: OSError) -> str:
-    if exc.errno == errno.ENAMETOOLONG:
-        return "a name too long for the file system"
-    if exc.errno == errno.ELOOP:
-        return "a symbolic-link loop"
-    return exc.strerror or type(exc).__name__
-
-
-def check_output_dir(path: Any, field: str = "out") -> Path:
-    """``path`` as a directory that results can be written into; created (with parents) if
-    missing. Refuses, with one line naming ``field``: an empty path, an existing file or
-    device (``/dev/null``), a path under a file, a name too long, a read-only or otherwise
-    unwritable directory. Returns the path."""
-    if path is None or str(path) == "":
-        raise ConfigError(field, "must name a directory to write into", "" if path is None else str(path))
-    p = Path(path)
-    text = str(path)
-    try:
-        if p.exists() and not p.is_dir():
-            raise ConfigError(field, "must be a directory (or not exist yet), not a file", text)
-        p.mkdir(parents=True, exist_ok=True)
-    except ConfigError:
-        raise
-    except FileExistsError:
-        raise ConfigError(field, "must be a directory (or not exist yet); a file is in the way",
-                          text) from None
-    except NotADirectoryError:
-        raise ConfigError(field, "must be a directory; a part of the path is a file", text) from None
-    except OSError as exc:
-        raise ConfigError(field, f"must be a directory that can be created ({_describe_os_error(exc)})",
-                          text) from None
-    if not os.access(p, os.W_OK | os.X_OK):
-        raise ConfigError(field, "must be a writable directory (permission denied)", text)
-    # access() trusts mode bits; a read-only mount or an ACL can still refuse: try a file
-    probe = p / f".attnsignal-write-test-{os.getpid()}"
-    try:
-        with open(probe, "wb"):
-            pass
-        os.unlink(probe)
-    except OSError as exc:
-        raise ConfigError(field, f"must be a writable directory ({_describe_os_error(exc)})",
-                          text) from None
-    return p
-
-
-def check_output_file(path: Any, field: str = "out") -> Path:
-    """``path`` as a file that can be (re)written: its directory passes
-    :func:`check_output_dir` and the path itself is not a directory or device; its name is
-    not too long. Returns the path."""
-    if path is None or str(path) == "":
-        raise ConfigError(field, "must name a file to write", "" if path is None else str(path))
-    p = Path(path)
-    text = str(path)
-    if p.exists() and not p.is_file():
-        raise ConfigError(field, "must be a regular file (or not exist yet)", text)
-    check_output_dir(p.parent if str(p.parent) else Path("."), field)
-    try:
-        max_name = os.pathconf(p.parent if str(p.parent) else ".", "PC_NAME_MAX")
-    except (OSError, ValueError):
-        max_name = 255
-    if len(os.fsencode(p.name)) + 16 > max_name:  # room for the temporary's prefix/suffix
-        raise ConfigError(field, f"must have a file name of at most {max_name - 16} bytes", text)
-    return p

@@ -46,6 +46,7 @@ import numpy as np
 import pandas as pd
 
 from .config import ConfigError
+from .paths import check_output_dir
 
 __all__ = [
     "atomic_write",
@@ -173,10 +174,10 @@ def write_result_files(directory: str | os.PathLike[str], manifest: dict[str, An
     manifest : the result's metadata (JSON-serialisable); ``format`` and ``files`` are set here
     frame : the tidy frame;  arrays : ``{"q_final": ..., "q_records": ...}`` (None: absent)
 
-    Returns the directory. Raises ``OSError`` when it cannot be written.
+    Returns the directory. Raises ``ConfigError`` when ``directory`` cannot be a writable
+    directory (checked before anything is written), ``OSError`` when a write fails later.
     """
-    out = Path(directory)
-    out.mkdir(parents=True, exist_ok=True)
+    out = check_output_dir(directory, "path")
     blobs = {"frame": _parquet_bytes(frame)}
     for key, arr in arrays.items():
         if arr is not None:

@@ -168,7 +168,8 @@ class Result:
         directory holds the previous result or this one, never a mixture; temporaries of an
         earlier killed save are removed (layout: :mod:`attnsignal.persistence`).
 
-        Raises ``OSError`` when ``path`` cannot be written."""
+        Raises ``ConfigError`` when ``path`` cannot be a writable directory (a file, read-only,
+        a name too long; checked before anything is written)."""
         arrays = {"q_final": self.q_final, "q_records": self.q_records}
         return write_result_files(path, self.manifest(), self.to_frame(), arrays)
 

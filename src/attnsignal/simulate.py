@@ -22,7 +22,8 @@ import numpy as np
 from ._version import __version__
 from .config import ConfigError, ModelConfig, RunConfig
 from .engines import engines_with, get_engine
-from .engines.base import EngineState, StepStats, format_bytes, memory_limit, run_seeds
+from .engines.base import EngineState, StepStats, run_seeds
+from .limits import check_memory
 from .results import Result
 from .schedules import Schedule
 from .validation import Boolean, Instance, Integer, Optional
@@ -48,16 +49,9 @@ _ETA_BLOCK = 1 << 20
 
 def _check_record_memory(runs: int, n_rec: int, d: int) -> None:
     """The records (alignment, two statistics and, with ``record_q``, ``q``) must fit."""
-    need = 8 * runs * n_rec * (3 + d)
-    limit = memory_limit()
-    if need > limit:
-        field = "record_every" if n_rec > runs else "runs"
-        raise ConfigError(
-            field,
-            f"must keep the records in memory: {runs} runs × {n_rec} records × {3 + d} float64 "
-            f"≈ {format_bytes(need)}; this machine allows {format_bytes(limit)}",
-            n_rec if field == "record_every" else runs,
-        )
+    field, value = ("record_every", n_rec) if n_rec > runs else ("runs", runs)
+    check_memory(field, 8 * runs * n_rec * (3 + d),
+                 f"the records ({runs} runs × {n_rec} records × {3 + d} float64)", value)
 
 
 def _flag_nan_statistics(state: EngineState, stats: StepStats, k: int
@@ -151,9 +145,11 @@ def simulate(
             record_q,
         )
     eng.check(model, run)
+    # 0, every, 2·every, ..., steps: counted before the list is built
+    _check_record_memory(run.runs, -(-run.steps // run.record_every) + 1,
+                         model.d if record_q else 0)
     ks = run.record_steps()
     n_rec = len(ks)
-    _check_record_memory(run.runs, n_rec, model.d if record_q else 0)
     step.warn_if_not_robbins_monro()
 
     t0 = time.perf_counter()

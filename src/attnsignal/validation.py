@@ -12,7 +12,7 @@ Pieces
 ------
 Constraints  ``Integer(ge=, le=)``, ``Real(gt=, ge=, lt=, le=, finite=True)``, ``OneOf(*choices)``,
              ``Boolean()``, ``Optional(c)``, ``Instance(cls)``, ``Sequence(of, ...)``,
-             ``RealArray(...)``, ``Callable()``, ``AnyOf(*cs)``. Each has ``check(field, value)``
+             ``RealArray(...)``, ``Callable()``, ``AnyOf(*cs)``, ``Predicate(pred, allowed)``. Each has ``check(field, value)``
              → the value coerced to its canonical type (``int`` for counts, ``float`` for reals,
              ``tuple`` for sequences), ``describe()`` → the ``allowed`` text, ``summary()`` → the
              short form used in command-line help, and ``parse(text)`` → a command-line string as
@@ -52,6 +52,7 @@ __all__ = [
     "RealArray",
     "Callable",
     "AnyOf",
+    "Predicate",
     "validate_fields",
     "check_keys",
     "required_fields",
@@ -486,6 +487,24 @@ class RealArray(Constraint):
         if r.startswith(("[", "(")):
             r = "in " + r
         return "must be a finite number or an array of finite numbers" + (f" {r}" if r else "")
+
+
+class Predicate(Constraint):
+    """A constraint from a predicate: ``Predicate(pred, "must be …", coerce)`` accepts ``v``
+    when ``pred(v)`` is true and stores ``coerce(v)`` (default: ``v``) — for rules that none of
+    the classes above words well (a Slurm time, a partition name)."""
+
+    def __init__(self, pred: Any, allowed: str, coerce: Any = None, *, doc: str = ""):
+        self.pred, self.allowed, self._coerce, self.doc = pred, allowed, coerce, doc
+
+    def _accepts(self, v: Any) -> bool:
+        return bool(self.pred(v))
+
+    def coerce(self, v: Any) -> Any:
+        return v if self._coerce is None else self._coerce(v)
+
+    def describe(self) -> str:
+        return self.allowed
 
 
 class AnyOf(Constraint):

@@ -105,7 +105,8 @@ def baseline(
     for name, value, lo in (("samples", samples, 1), ("runs", runs, 1), ("seed", seed, 0),
                             ("first_run", first_run, 0)):
         Integer(ge=lo).check(name, value)
-    run = RunConfig(steps=samples, runs=runs, seed=seed, record_every=record_every)
+    run = RunConfig(steps=samples, runs=runs, seed=seed, record_every=record_every,
+                    method=method)
     step = _check_step(method, model, step)
     ks = baseline_record_steps(int(samples), record_every, record)
     est = get_estimator(method)
