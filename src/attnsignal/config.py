@@ -22,6 +22,7 @@ Objects
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from .records import RECORD
 from .schedules import (
@@ -185,3 +186,11 @@ class RunConfig(Config):
         if self.record is not None and self.record_every is not None:
             every = self.record_every  # rejected there, naming record_every
         return record_steps(self.steps, every, self.record).tolist()
+
+
+def int_ge(lo: int) -> tuple[Any, str, Any]:
+    """Deprecated: the ``(predicate, description, coerce)`` row of an integer ``>= lo`` from
+    before :mod:`attnsignal.validation` (kept so that code written against it still runs; it
+    is built from ``validation.Integer(ge=lo)``, the one source of the rule and its words)."""
+    c = Integer(ge=lo)
+    return (c.accepts, c.describe(), int)
