@@ -33,10 +33,14 @@ __all__ = [
     "RunConfig",
     "UPDATES",
     "SIGNAL_SIGNS",
+    "METHODS",
 ]
 
 UPDATES = ("projected", "riemannian")
 SIGNAL_SIGNS = ("fixed", "random")
+#: ``"sga"`` (attention, :func:`attnsignal.simulate`) and the baseline estimators
+#: (:func:`attnsignal.baseline`; kept equal to ``attnsignal.baselines.method_names()`` by a test).
+METHODS = ("sga", "mean", "pca", "oja", "oracle")
 
 
 class ConfigError(ValueError):
@@ -296,6 +300,8 @@ class RunConfig(_Config):
                                    choice giving about 200 records
     initial_alignment : float in [-1, 1] or None  ``ρ0``; None draws ``q0`` uniformly on the
                                    sphere
+    method : "sga" | "mean" | "pca" | "oja" | "oracle"   attention's SGA, or a baseline
+                                   estimator on the same token stream (``steps`` = samples)
     """
 
     steps: int
@@ -306,6 +312,7 @@ class RunConfig(_Config):
     seed: int = 0
     record_every: int | None = None
     initial_alignment: float | None = None
+    method: str = "sga"
 
     _section = "run"
     _table = {
@@ -317,6 +324,7 @@ class RunConfig(_Config):
         "seed": int_ge(0),
         "record_every": optional(int_ge(1)),
         "initial_alignment": optional(real_in(-1.0, 1.0)),
+        "method": one_of(*METHODS),
     }
 
     def __post_init__(self) -> None:

@@ -106,7 +106,8 @@ def baseline(
         pred, desc, _ = int_ge(lo)
         if not pred(value):
             raise ConfigError(name, desc, value)
-    run = RunConfig(steps=samples, runs=runs, seed=seed, record_every=record_every)
+    run = RunConfig(steps=samples, runs=runs, seed=seed, record_every=record_every,
+                    method=method)
     step = _check_step(method, model, step)
     ks = baseline_record_steps(int(samples), record_every, record)
     est = get_estimator(method)

@@ -22,6 +22,7 @@ from ..engines import get_engine
 from ..limits import check_memory, format_bytes
 from ..paths import check_output_dir
 from .executors import EXECUTORS, Executor, make_executor
+from .slurm import SlurmOptions
 from .spec import SweepSpec
 from .store import (
     MANIFEST, ManifestWriter, SweepStoreError, check_shard, discard_shard, locked,
@@ -124,10 +125,10 @@ def check_executor_options(executor: str, scheduler: str | None = None,
         # each worker is a process with numpy, pandas and numba loaded
         check_memory("workers", float(workers) * WORKER_BYTES,
                      f"{workers} worker processes (≈ {format_bytes(WORKER_BYTES)} each)", workers)
-        if scheduler is not None or executor == "serial":
+        if scheduler is not None or executor in ("serial", "slurm"):
             raise ConfigError("workers", "only for executor 'local', or 'dask' without a "
-                              "scheduler address (a running cluster has its own workers)",
-                              workers)
+                              "scheduler address (a running cluster has its own workers; "
+                              "on Slurm use slurm.jobs and slurm.cores)", workers)
     if chunk_runs is not None and (not _is_int(chunk_runs) or chunk_runs < 1):
         raise ConfigError("chunk_runs", "must be an integer >= 1 (or None)", chunk_runs)
     if not _is_int(retries) or retries < 0:
@@ -199,6 +200,7 @@ def run_sweep(
     progress: bool = True,
     retries: int = 2,
     on_task: Callable[[Task, TaskOutcome | BaseException], None] | None = None,
+    slurm: SlurmOptions | Mapping[str, Any] | None = None,
 ) -> SweepReport:
     """Run (or resume) a sweep into directory ``out``.
 
@@ -206,8 +208,8 @@ def run_sweep(
     ----------
     spec : a :class:`SweepSpec`, the path of a TOML spec, or the spec as a dict.
     out : the sweep directory (created; must be visible at the same path to every worker).
-    executor : ``"local"`` (process pool here, default), ``"dask"`` or ``"serial"`` (this
-        process).
+    executor : ``"local"`` (process pool here, default), ``"dask"``, ``"slurm"`` (Slurm jobs
+        through dask-jobqueue) or ``"serial"`` (this process).
     scheduler : with ``"dask"``, the address of a running scheduler; None starts a
         ``LocalCluster`` of ``workers`` processes with one thread each.
     workers : worker processes for ``"local"`` and the ``LocalCluster`` (default
@@ -217,6 +219,8 @@ def run_sweep(
     progress : a progress bar over tasks on stderr; failures are printed as they happen.
     retries : Dask retries per task / restarts of a broken local pool.
     on_task : called in this process with each finished task and its outcome or exception.
+    slurm : with ``"slurm"``, the jobs to request (:class:`~attnsignal.sweep.slurm.SlurmOptions`
+        or a ``[slurm]``-shaped dict); None: the spec's ``[slurm]`` table, else the defaults.
 
     Returns
     -------
@@ -233,6 +237,10 @@ def run_sweep(
     t0 = time.perf_counter()
     spec = _as_spec(spec)
     check_executor_options(executor, scheduler, workers, chunk_runs, retries)
+    if slurm is not None and executor != "slurm":
+        raise ConfigError("slurm", "only with executor 'slurm'", executor)
+    if executor == "slurm" and not isinstance(slurm, SlurmOptions):
+        slurm = SlurmOptions.from_dict(slurm) if slurm is not None else spec.slurm_options()
     root = check_output_dir(out, "out", create=False)  # a file, unwritable...: nothing runs
     old: dict[str, Any] | None = None
     if (root / MANIFEST).exists():
@@ -257,7 +265,8 @@ def run_sweep(
         known = {s["file"]: s["sha256"] for s in old.get("shards", []) if s.get("sha256")}
 
     def start() -> Executor:
-        return make_executor(executor, scheduler=scheduler, workers=workers, retries=retries)
+        return make_executor(executor, scheduler=scheduler, workers=workers, retries=retries,
+                             slurm=slurm if isinstance(slurm, SlurmOptions) else None)
 
     # A new directory is created only once the executor is up (an unreachable scheduler
     # writes nothing); an existing one is locked and verified first (maybe nothing to do).
