@@ -19,9 +19,11 @@ from __future__ import annotations
 
 from .base import METHODS, RUNNING_AVERAGE, BaselineConfig, BaselineState, get_estimator
 from .base import method_names, register
+from .efficiency import efficiency
 from .runner import baseline
+from .theory import baseline_theory
 
 __all__ = [
-    "baseline", "METHODS", "RUNNING_AVERAGE", "BaselineConfig", "BaselineState",
+    "baseline", "baseline_theory", "efficiency", "METHODS", "RUNNING_AVERAGE", "BaselineConfig", "BaselineState",
     "get_estimator", "method_names", "register",
 ]

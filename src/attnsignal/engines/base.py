@@ -37,7 +37,7 @@ from typing import Any, ClassVar, Sequence
 import numpy as np
 
 from ..config import SIGNAL_SIGNS, UPDATES, ConfigError, ModelConfig, RunConfig
-from ..limits import format_bytes, memory_limit  # re-exported: the engines' size checks
+from ..limits import format_bytes, memory_limit
 
 __all__ = [
     "Engine",
@@ -51,9 +51,7 @@ __all__ = [
     "initial_rho",
     "initial_query_state",
     "mark_diverged",
-    "memory_limit",
     "compute_threads",
-    "format_bytes",
 ]
 
 #: Most updates per run: step indices are int64 and the update index is a Philox counter word.
@@ -146,7 +144,7 @@ class Engine(abc.ABC):
     def check(self, model: ModelConfig, run: RunConfig) -> None:
         """Raise ``ConfigError`` for what this engine cannot do, before any work starts:
         an unsupported ``signal_sign`` or ``update``, more than :data:`MAX_STEPS` updates, or
-        a size whose memory estimate exceeds :func:`memory_limit`."""
+        a size whose memory estimate exceeds :func:`attnsignal.limits.memory_limit`."""
         caps = self.capabilities
         if model.signal_sign not in caps.signal_signs:
             raise ConfigError(

@@ -38,9 +38,6 @@ from .base import (Capabilities, Engine, EngineState, MemoryTerm, StepStats, com
 
 __all__ = ["ChainEngine"]
 
-# Tests set this to one of _kernel.DROP_COMPLEMENT / WRONG_DIMENSION to check that the law
-# tests have power. Never change it otherwise.
-_VARIANT = 0
 
 _INT64_MAX = 2**63 - 1
 
@@ -49,7 +46,10 @@ class ChainEngine(Engine):
     """The alignment Markov chain (module docstring)."""
 
     name = "chain"
+    # the variants the reduced kernel implements, listed explicitly: a new signal_sign or update
+    # value is refused here (Engine.check) until the kernel learns it
     capabilities = Capabilities(
+        signal_signs=("fixed", "random"), updates=("projected", "riemannian"),
         has_query=False, exact_in_law=True, cost="O(B L)",
         summary="the alignment Markov chain: exact in law for ρ, O(B L) per update, no q",
     )
@@ -96,11 +96,5 @@ class ChainEngine(Engine):
 
         p = _common.prepare(model, run, state, etas)
         rho = state.rho.copy()
-        mass, maxw, kdiv = _common.stat_buffers(rho.shape[0])
-        if p.etas.size:
-            with _common.kernel_lock:
-                _common.K.chain_advance(
-                    rho, p.keys, p.k_start, p.etas, p.active, p.theta, p.beta, p.R, p.L,
-                    model.d - 2, p.B, p.riem, p.rsign, int(_VARIANT), p.zt, mass, maxw, kdiv,
-                )
-        return _common.finish(state, rho, None, mass, maxw, kdiv, p)
+        out = _common.launch(_common.K.chain_advance, rho, p)
+        return _common.finish(state, rho, None, out, p)

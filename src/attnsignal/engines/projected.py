@@ -28,15 +28,16 @@ from .base import (Capabilities, Engine, EngineState, MemoryTerm, StepStats, com
 
 __all__ = ["ProjectedEngine"]
 
-# Tests only (see chain._VARIANT).
-_VARIANT = 0
 
 
 class ProjectedEngine(Engine):
     """The full-vector exact engine (module docstring)."""
 
     name = "projected"
+    # the variants the reduced kernel implements, listed explicitly: a new signal_sign or update
+    # value is refused here (Engine.check) until the kernel learns it
     capabilities = Capabilities(
+        signal_signs=("fixed", "random"), updates=("projected", "riemannian"),
         has_query=True, exact_in_law=True, cost="O(B (L + d))",
         summary="the full query vector, exact in law, O(B (L + d)) per update",
     )
@@ -72,11 +73,5 @@ class ProjectedEngine(Engine):
         p = _common.prepare(model, run, state, etas)
         q = np.array(state.q, dtype=np.float64, order="C", copy=True)
         rho = state.rho.copy()
-        mass, maxw, kdiv = _common.stat_buffers(q.shape[0])
-        if p.etas.size:
-            with _common.kernel_lock:
-                _common.K.projected_advance(
-                    q, p.keys, p.k_start, p.etas, p.active, p.theta, p.beta, p.R, p.L, p.B,
-                    p.riem, p.rsign, int(_VARIANT), p.zt, mass, maxw, kdiv,
-                )
-        return _common.finish(state, rho, q, mass, maxw, kdiv, p)
+        out = _common.launch(_common.K.projected_advance, q, p)
+        return _common.finish(state, rho, q, out, p)

@@ -101,6 +101,8 @@ def shard_key(p: GridPoint, first_run: int, runs: int) -> str:
     """sha256 of everything that determines a shard's content."""
     run = p.run.to_dict()
     run.pop("runs")  # the chunk's own range below is what matters
+    if run.get("method") == "sga":  # attention: the same key as before baselines existed
+        run.pop("method")
     body = {
         "format": SHARD_FORMAT,
         "version": __version__,
@@ -172,10 +174,19 @@ def run_task(task: Task) -> TaskOutcome:
     t0 = time.perf_counter()
     kwargs = task.run.to_dict()
     kwargs["runs"] = task.runs
+    method = kwargs.pop("method", "sga")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the coordinator reports schedule warnings once
-        res = simulate(task.model, task.step, first_run=task.first_run,
-                       spawn_prefix=(task.point,), **kwargs)
+        if method == "sga":
+            res = simulate(task.model, task.step, first_run=task.first_run,
+                           spawn_prefix=(task.point,), **kwargs)
+        else:  # a baseline on the same token stream: steps are samples, [step] is Oja's
+            from ..baselines import baseline
+
+            res = baseline(task.model, method, samples=kwargs["steps"], runs=task.runs,
+                           seed=kwargs["seed"], record_every=kwargs["record_every"],
+                           step=task.step if method == "oja" else None,
+                           first_run=task.first_run, spawn_prefix=(task.point,))
     frame = res.to_frame()
     data = shard_parquet_bytes(frame, task)
     digest = sha256_bytes(data)
