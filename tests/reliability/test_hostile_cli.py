@@ -42,20 +42,6 @@ E10, E12, E30 = str(10 ** 10), str(10 ** 12), str(10 ** 30)
 P63 = str(2 ** 63)
 
 
-#: Cases whose fix (output and --config checks in run/landscape/ode, the --points estimate,
-#: the records' memory) waits for the validation rewrite of those commands to land.
-_pending = pytest.mark.xfail(reason="CLI checks of run/landscape/ode land after the validation "
-                                    "rewrite", strict=False)
-
-
-def _mark(cases, pending):
-    def param(c):
-        values = c if isinstance(c, tuple) else (c,)
-        return pytest.param(*values, marks=_pending) if pending(c) else pytest.param(*values)
-
-    return [param(c) for c in cases]
-
-
 def _argv(cmd: str, spec: Path, *extra: str) -> list[str]:
     return [str(spec) if a == "SPEC" else a for a in FAST[cmd]] + list(extra)
 
@@ -83,9 +69,8 @@ OUT_PATHS = ("F", "F/sub", "/dev/null", "300-char name", "RO", "RO/x", "''")
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("cmd, where", _mark(
-    [(c, w) for c in OUT_COMMANDS for w in OUT_PATHS],
-    lambda cw: cw[0] in ("run", "landscape", "ode") and cw[1] != "''"))
+@pytest.mark.parametrize("where", OUT_PATHS)
+@pytest.mark.parametrize("cmd", OUT_COMMANDS)
 def test_unusable_output_is_refused_before_any_work(cmd, where, hostile_paths, spec, capsys):
     t0 = time.perf_counter()
     end = run_cli(_argv(cmd, spec, "--out", hostile_paths[where]), capsys)
@@ -93,10 +78,8 @@ def test_unusable_output_is_refused_before_any_work(cmd, where, hostile_paths, s
     assert time.perf_counter() - t0 < 10  # before the work, not after it
 
 
-@pytest.mark.parametrize("cmd, what", _mark(
-    [(c, w) for c in ("run", "landscape", "ode") for w in (".", "symlink loop", "not UTF-8",
-                                                          "missing")],
-    lambda cw: cw[1] != "missing"))
+@pytest.mark.parametrize("what", [".", "symlink loop", "not UTF-8", "missing"])
+@pytest.mark.parametrize("cmd", ["run", "landscape", "ode"])
 def test_unreadable_config_is_one_line(cmd, what, bad_inputs, tmp_path, capsys):
     end = run_cli(_argv(cmd, Path()) + ["--config", bad_inputs[what], "--out", str(tmp_path / "o")],
                   capsys)
@@ -150,8 +133,7 @@ def _with_overrides(cmd: str, extra: list[str], spec: Path) -> list[str]:
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("case", _mark(list(SIZE_CASES), lambda c: c in (
-    "run 10^12 records", "landscape points=10^30")))
+@pytest.mark.parametrize("case", list(SIZE_CASES))
 def test_sizes_nothing_can_do_are_refused_with_an_estimate(case, spec, tmp_path, capsys):
     args = SIZE_CASES[case]
     cmd, extra = args[0], args[1:]
@@ -203,7 +185,6 @@ THEORY_CASES = {
     "mc beta=30": (["landscape", "--methods", "mc", "--n-informative", "5", "--n-nuisance", "50",
                     "--d", "10", "--theta", "5", "--beta", "30", "--mc-samples", "2000"], "ok"),
     "asymptotic theta=1000": (["landscape", "--methods", "asymptotic", "--theta", "1000"], "ok"),
-    "ode beta=13": (["ode", "--beta", "13", "--n-nuisance", "20"], "ok"),
 }
 
 

@@ -180,27 +180,12 @@ API_CASES = {
 }
 
 
-#: Item 8 of issue 15 is not part of this change (argument checks of simulate, tracking, the
-#: theory's scalar arguments and SweepSpec grids belong to the validation rewrite): these cases
-#: are listed so that the suite reports how they end; they pass once that work lands.
-OPEN_ITEM_8 = {
-    "simulate first_run=True", "simulate record_q='yes'", "simulate spawn_prefix=('a',)",
-    "simulate spawn_prefix=(-1,)", "simulate spawn_prefix=5", "simulate progress='x'",
-    "landscape rho=True", "landscape rho='0.5'", "solve_ode rho0=[0.1, 0.2]",
-    "tracking('x', m)", "sa_diagnostics(None, m)", "ModelConfig.from_dict({'d': 5})",
-    "ModelConfig(theta=40x40 zeros)",
-}
-_open = pytest.mark.xfail(reason="issue 15 item 8: not in this change", strict=False)
-
-
-@pytest.mark.parametrize("case", [pytest.param(c, marks=_open) if c in OPEN_ITEM_8 else c
-                                  for c in API_CASES])
+@pytest.mark.parametrize("case", list(API_CASES))
 def test_python_api_edges_are_one_line_config_errors(case):
     how, got = call(API_CASES[case])
     assert how == "refused", f"{case}: accepted, returned {type(got).__name__}"
 
 
-@_open
 @pytest.mark.parametrize("values", [[np.int64(5), np.int64(6)], np.array([0.5, 1.0])])
 def test_sweep_grid_takes_what_model_config_takes(values):
     from attnsignal.sweep import SweepSpec

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import tomllib
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
@@ -22,7 +21,6 @@ from ..config import ConfigError, ModelConfig, RunConfig
 from ..engines import engine_names
 from ..schedules import SCHEDULES, Schedule, StepSize, schedule_from_dict
 from ..validation import check_keys, parse_text
-from . import UsageFailure
 
 console = Console(stderr=True)
 out = Console()
@@ -73,13 +71,11 @@ parse_value = parse_text
 
 
 def load_toml(path: Path) -> dict[str, Any]:
-    try:
-        with open(path, "rb") as fh:
-            return tomllib.load(fh)
-    except FileNotFoundError:
-        raise UsageFailure(f"config: file not found; got {str(path)!r}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise UsageFailure(f"config: not valid TOML ({exc}); got {str(path)!r}") from None
+    """The ``--config`` file: ConfigError (exit 2) when it is missing, a directory, a
+    symbolic-link loop, unreadable, not UTF-8 or not TOML (:func:`attnsignal.paths.read_toml`)."""
+    from ..paths import read_toml
+
+    return read_toml(path, "config")
 
 
 def build_configs(

@@ -10,6 +10,7 @@ import typer
 from rich.table import Table
 
 from ..config import NotRobbinsMonroWarning
+from ..paths import check_output_dir
 from ..simulate import DivergenceWarning, simulate
 from . import app
 from ._common import build_configs, console, field_option, fmt, out, progress_bar
@@ -79,6 +80,7 @@ def run_cmd(
         record_every=record_every, initial_alignment=initial_alignment,
     )
     model, step, run = build_configs(flags, config, RUN_DEFAULTS)
+    check_output_dir(out_dir, "out", create=False)  # a file, read-only...: before simulating
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", NotRobbinsMonroWarning)
         warnings.simplefilter("always", DivergenceWarning)

@@ -27,6 +27,7 @@ import typer
 from rich.table import Table
 
 from ..config import ConfigError, NotRobbinsMonroWarning
+from ..paths import check_output_dir
 from . import UsageFailure, app
 from ._common import (
     build_configs, console, field_option, fmt, load_toml, out, parse_value, progress_bar,
@@ -102,6 +103,19 @@ def _methods(text: str | None) -> list[str]:
         raise ConfigError("methods", "must be a comma-separated list of "
                           + ", ".join(repr(m) for m in _METHODS), bad[0] if bad else text)
     return [m for m in _METHODS if m in got]  # canonical order, no duplicates
+
+
+def check_grid_size(model, n_points: int, methods: list[str]) -> None:
+    """Refuse a ``--points`` grid that cannot fit or finish: the frame (about 8 float64 columns
+    per point and method) must fit in memory, and the exact quadrature (≈ 2·10⁶·max(1, βσ)²
+    operations per point) must stay below the work limit; the estimate is in the message."""
+    from ..limits import check_memory, check_work
+
+    check_memory("points", 64.0 * n_points * len(methods), f"a grid of {n_points} points", n_points)
+    if "exact" in methods:
+        per_point = 2e6 * max(1.0, model.beta * model.noise_std) ** 2
+        check_work("points", n_points * per_point, f"the exact quadrature on {n_points} points",
+                   n_points)
 
 
 def _write_parquet(frame: pd.DataFrame, path: Path) -> Path:
@@ -206,6 +220,8 @@ def landscape_cmd(
     n_samples = _int(mc_samples, "mc_samples", 2, 20_000)
     n_mc = _int(mc_points, "mc_points", 3, 21)
     seed_v = _int(seed, "seed", 0, 0)
+    check_output_dir(out_dir, "out", create=False)
+    check_grid_size(model, n_points, meths)
 
     for m in meths:  # fail fast (one line, before any progress bar) on a method's own limits
         landscape(model, np.zeros(1), m, n_samples=2, seed=seed_v)
@@ -317,6 +333,7 @@ def ode_cmd(
     defaults = {**MODEL_DEFAULTS, **STEP_DEFAULTS, "steps": 1, "runs": 30, "seed": 0,
                 "engine": "chain"}
     model, step, run = build_configs(flags, config, defaults)
+    check_output_dir(out_dir, "out", create=False)
     steps_given = steps is not None or "steps" in file_run
     if rho0 is not None:
         r0 = _real(rho0, "rho0", None, -1.0, 1.0)
