@@ -22,6 +22,11 @@ _CHUNK_BYTES = 64 << 20
 def baseline_record_steps(samples: int, record_every: int | None = None,
                           record: Any = None) -> np.ndarray:
     """The record steps: the shared :func:`attnsignal.records.record_steps` when present."""
+    if record is None and record_every is not None and int_ge(1)[0](record_every):
+        from ..limits import check_memory
+
+        check_memory("record_every", 8.0 * (samples // record_every + 2) * 4,
+                     "the records", record_every)
     try:
         from ..records import record_steps
     except ImportError:  # before the shared records module: linear, or log-spaced
@@ -112,6 +117,7 @@ def baseline(
     ks = baseline_record_steps(int(samples), record_every, record)
     est = get_estimator(method)
     config = BaselineConfig(method=method, step=step)
+    _check_size(model, method, est, int(samples), int(runs), int(ks.size))
 
     t0 = time.perf_counter()
     seeds = run_seeds(int(seed), int(runs), int(first_run), spawn_prefix)
@@ -142,6 +148,24 @@ def baseline(
         timings={"total_s": elapsed, "seconds_per_sample": elapsed / (runs * samples)},
         version=__version__, method=method,
     )
+
+
+def _check_size(model: ModelConfig, method: str, est: Any, samples: int, runs: int,
+                records: int) -> None:
+    """Refuse, before any work, what cannot fit in memory or would not finish."""
+    from ..limits import check_memory, check_work
+
+    if hasattr(est, "bytes_per_run"):  # PCA: d² per run, twice more for a block's Wishart
+        check_memory("model.d", 3 * est.bytes_per_run(model), f"{method}'s d×d matrices",
+                     model.d)
+    check_memory("runs", 8.0 * runs * records * 3, "the records", runs)
+    if method == "pca":
+        ops = 4.0 * runs * records * float(model.d) ** 3
+    elif method == "oja":
+        ops = 40.0 * runs * samples
+    else:
+        ops = 50.0 * runs * records
+    check_work("samples", ops, f"the {method} baseline", samples)
 
 
 def _ode_time(step: Any, ks: np.ndarray) -> np.ndarray:
