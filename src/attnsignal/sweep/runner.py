@@ -183,7 +183,7 @@ class _Bar:
 def run_sweep(
     spec: SweepSpec | str | os.PathLike[str] | Mapping[str, Any],
     out: str | os.PathLike[str],
-    executor: str = "local",
+    executor: str | Executor = "local",
     scheduler: str | None = None,
     workers: int | None = None,
     chunk_runs: int | None = None,
@@ -198,7 +198,8 @@ def run_sweep(
     spec : a :class:`SweepSpec`, the path of a TOML spec, or the spec as a dict.
     out : the sweep directory (created; must be visible at the same path to every worker).
     executor : ``"local"`` (process pool here, default), ``"dask"`` or ``"serial"`` (this
-        process).
+        process), or a running :class:`~attnsignal.sweep.executors.Executor` that several
+        sweeps share (its ``close`` is called after the sweep; a shared one keeps it open).
     scheduler : with ``"dask"``, the address of a running scheduler; None starts a
         ``LocalCluster`` of ``workers`` processes with one thread each.
     workers : worker processes for ``"local"`` and the ``LocalCluster`` (default
@@ -223,7 +224,9 @@ def run_sweep(
     """
     t0 = time.perf_counter()
     spec = _as_spec(spec)
-    check_executor_options(executor, scheduler, workers, chunk_runs, retries)
+    given = None if isinstance(executor, str) else executor
+    check_executor_options("local" if given is not None else executor, scheduler, workers,
+                           chunk_runs, retries)
     root = Path(out)
     if root.exists() and not root.is_dir():
         raise SweepStoreError(f"out: must be a directory; got {str(out)!r}")
@@ -252,6 +255,8 @@ def run_sweep(
         known = {s["file"]: s["sha256"] for s in old.get("shards", []) if s.get("sha256")}
 
     def start() -> Executor:
+        if given is not None:
+            return given
         return make_executor(executor, scheduler=scheduler, workers=workers, retries=retries)
 
     # A new directory is created only once the executor is up (an unreachable scheduler
