@@ -179,7 +179,8 @@ def test_sweeps_get_the_executor_options(monkeypatch, tmp_path):
     ExperimentContext(E5, plan, Shared(tmp_path / "a", workers=2, pool=pool)).sweep("S", spec)
     ExperimentContext(E5, plan, Shared(tmp_path / "c", executor="dask",
                                        scheduler="tcp://h:8786")).sweep("S", spec)
-    got = [(c["executor"], c["scheduler"], c["workers"]) for c in calls]
+    got = [(getattr(c["executor"], "pool", c["executor"]), c["scheduler"], c["workers"])
+           for c in calls]
     assert got == [(pool, None, None), ("dask", "tcp://h:8786", None)]
 
 

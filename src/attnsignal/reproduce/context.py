@@ -225,7 +225,7 @@ class _Queued:
 
     def __init__(self, pool: "SharedPool", queued: threading.Event):
         self.pool, self.queued = pool, queued
-        self.description = pool.description
+        self.description = getattr(pool, "description", "a shared pool")
 
     def run(self, tasks: list[Any]) -> Any:
         results = self.pool.run(tasks)

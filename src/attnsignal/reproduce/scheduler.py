@@ -37,6 +37,10 @@ from ..sweep.tasks import Task, TaskOutcome, run_task
 __all__ = ["SharedPool", "task_cost", "warm_kernels"]
 
 
+#: sweeps costing at most this much (:func:`task_cost` units; about 1 % of the quick
+#: reproduction) run first
+SMALL_SWEEP_COST = 2e8
+
 #: fixed cost of one chain update (its χ² draws, stream set-up), in tokens' worth
 CHAIN_UPDATE_OVERHEAD = 32
 
@@ -93,10 +97,13 @@ class SharedPool:
     profile_dir : where each worker records its kernel warm-up time (``--profile``).
     retries : fresh pools started after a worker process dies (its unfinished tasks are
         resubmitted; the sweep layer records them as failed after that).
+    small_sweep_cost : a sweep whose tasks cost at most this much in all (:func:`task_cost`
+        units) goes before the others.
     """
 
     def __init__(self, workers: int | None = None, profile_dir: str | Path | None = None,
-                 retries: int = 2):
+                 retries: int = 2, small_sweep_cost: float = SMALL_SWEEP_COST):
+        self.small_sweep_cost = small_sweep_cost
         self.workers = workers or os.cpu_count() or 1
         self.retries = retries
         self.profile_dir = str(profile_dir) if profile_dir is not None else None
@@ -104,7 +111,7 @@ class SharedPool:
         self._ctx = mp.get_context("forkserver" if "forkserver" in methods else "spawn")
         self.description = f"shared local process pool, {self.workers} worker(s)"
         self._lock = threading.Lock()
-        self._heap: list[tuple[float, int, Task, queue.Queue]] = []
+        self._heap: list[tuple[tuple[int, float], int, Task, queue.Queue]] = []
         self._seq = itertools.count()
         self._inflight = 0
         self._restarts = 0
@@ -122,9 +129,10 @@ class SharedPool:
         """Queue ``tasks`` now (costliest first among everything pending) and return an
         iterator over ``(task, outcome or exception)`` in completion order."""
         done: queue.Queue = queue.Queue()
+        small = int(sum(task_cost(t) for t in tasks) > self.small_sweep_cost)
         with self._lock:
             for t in tasks:
-                heapq.heappush(self._heap, (-task_cost(t), next(self._seq), t, done))
+                heapq.heappush(self._heap, ((small, -task_cost(t)), next(self._seq), t, done))
             self._dispatch()
         return (done.get() for _ in range(len(tasks)))
 
@@ -199,4 +207,4 @@ class SharedPool:
             self._restarts += 1
             old, self._pool = self._pool, self._new_pool()
             threading.Thread(target=old.shutdown, kwargs={"wait": False}, daemon=True).start()
-        heapq.heappush(self._heap, (-task_cost(t), next(self._seq), t, done))
+        heapq.heappush(self._heap, ((0, -task_cost(t)), next(self._seq), t, done))
