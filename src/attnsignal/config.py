@@ -31,14 +31,16 @@ __all__ = [
     "ModelConfig",
     "StepSize",
     "RunConfig",
-    "ENGINES",
     "UPDATES",
     "SIGNAL_SIGNS",
+    "METHODS",
 ]
 
-ENGINES = ("literal", "projected", "chain")
 UPDATES = ("projected", "riemannian")
 SIGNAL_SIGNS = ("fixed", "random")
+#: ``"sga"`` (attention, :func:`attnsignal.simulate`) and the baseline estimators
+#: (:func:`attnsignal.baseline`; kept equal to ``attnsignal.baselines.method_names()`` by a test).
+METHODS = ("sga", "mean", "pca", "oja", "oracle")
 
 
 class ConfigError(ValueError):
@@ -105,6 +107,24 @@ def one_of(*choices: str) -> tuple[Callable[[Any], bool], str, Callable[[Any], A
     )
 
 
+def _engine_name() -> tuple[Callable[[Any], bool], Any, Callable[[Any], Any]]:
+    """A name registered in :mod:`attnsignal.engines` (looked up when checked: the registry
+    imports this module)."""
+
+    class _Allowed:
+        def __str__(self) -> str:
+            from .engines import engine_names
+
+            return "must be one of " + ", ".join(map(repr, engine_names()))
+
+    def pred(v: Any) -> bool:
+        from .engines import engine_names
+
+        return isinstance(v, str) and v in engine_names()
+
+    return (pred, _Allowed(), str)
+
+
 def optional(c: tuple) -> tuple[Callable[[Any], bool], str, Callable[[Any], Any]]:
     pred, desc, coerce = c
     return (
@@ -122,7 +142,7 @@ def _validate(obj: Any, table: Mapping[str, tuple], prefix: str = "") -> None:
         pred, desc, coerce = table[f.name]
         value = getattr(obj, f.name)
         if not pred(value):
-            raise ConfigError(prefix + f.name, desc, value)
+            raise ConfigError(prefix + f.name, str(desc), value)
         object.__setattr__(obj, f.name, coerce(value))
 
 
@@ -280,6 +300,8 @@ class RunConfig(_Config):
                                    choice giving about 200 records
     initial_alignment : float in [-1, 1] or None  ``ρ0``; None draws ``q0`` uniformly on the
                                    sphere
+    method : "sga" | "mean" | "pca" | "oja" | "oracle"   attention's SGA, or a baseline
+                                   estimator on the same token stream (``steps`` = samples)
     """
 
     steps: int
@@ -290,17 +312,19 @@ class RunConfig(_Config):
     seed: int = 0
     record_every: int | None = None
     initial_alignment: float | None = None
+    method: str = "sga"
 
     _section = "run"
     _table = {
         "steps": int_ge(1),
         "runs": int_ge(1),
         "batch": int_ge(1),
-        "engine": one_of(*ENGINES),
+        "engine": _engine_name(),
         "update": one_of(*UPDATES),
         "seed": int_ge(0),
         "record_every": optional(int_ge(1)),
         "initial_alignment": optional(real_in(-1.0, 1.0)),
+        "method": one_of(*METHODS),
     }
 
     def __post_init__(self) -> None:

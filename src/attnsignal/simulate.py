@@ -20,8 +20,10 @@ import numpy as np
 
 from ._version import __version__
 from .config import ModelConfig, RunConfig, StepSize
-from .engines import get_engine
-from .engines.base import run_seeds
+from .config import ConfigError
+from .engines import engines_with, get_engine
+from .engines.base import EngineState, StepStats, run_seeds
+from .limits import check_memory
 from .results import Result
 from .schedules import ode_time, step_sizes
 
@@ -30,6 +32,34 @@ __all__ = ["simulate", "DivergenceWarning"]
 
 class DivergenceWarning(RuntimeWarning):
     """Some runs became non-finite; they are flagged in ``Result.diverged``."""
+
+
+_INT64_MAX = 2**63 - 1
+#: Most step sizes materialised at once (8 MiB).
+_ETA_BLOCK = 1 << 20
+
+
+def _check_record_memory(runs: int, n_rec: int, d: int) -> None:
+    """The records (alignment, two statistics and, with ``record_q``, ``q``) must fit."""
+    field, value = ("record_every", n_rec) if n_rec > runs else ("runs", runs)
+    check_memory(field, 8 * runs * n_rec * (3 + d),
+                 f"the records ({runs} runs × {n_rec} records × {3 + d} float64)", value)
+
+
+def _flag_nan_statistics(state: EngineState, stats: StepStats, k: int
+                         ) -> tuple[EngineState, StepStats]:
+    """A run that is not flagged but whose alignment or statistics are not finite is flagged
+    as diverged at record ``k``: an engine failure must never pass as a result."""
+    bad = ~state.diverged & ~(np.isfinite(state.rho) & np.isfinite(stats.informative_mass)
+                              & np.isfinite(stats.max_nuisance_weight))
+    if not bad.any():
+        return state, stats
+    diverged, dstep, rho = state.diverged.copy(), state.diverged_step.copy(), state.rho.copy()
+    diverged[bad], dstep[bad], rho[bad] = True, k, np.nan
+    mass, maxw = stats.informative_mass.copy(), stats.max_nuisance_weight.copy()
+    mass[bad] = maxw[bad] = np.nan
+    return (state.replace(rho=rho, diverged=diverged, diverged_step=dstep),
+            StepStats(mass, maxw))
 
 
 def simulate(
@@ -56,9 +86,11 @@ def simulate(
     model, step : the data model and the step-size schedule ``η_k = η0 (1 + k/k0)^(−power)``.
     steps, runs, batch, engine, update, seed, record_every, initial_alignment :
         see :class:`RunConfig` (validated there; bad values raise ``ConfigError``).
-        ``engine``: ``"literal"`` (``O(BLd)`` per update), ``"projected"`` (exact in law,
-        ``O(B(L+d))``), ``"chain"`` (exact in law for ``ρ``, ``O(BL)``, no ``q``).
-    record_q : also keep ``q`` at every record (vector engines only).
+        ``engine``: a name in :func:`attnsignal.engines.engine_names` — ``"literal"``
+        (``O(BLd)`` per update), ``"projected"`` (exact in law, ``O(B(L+d))``), ``"chain"``
+        (exact in law for ``ρ``, ``O(BL)``, no ``q``). The engine's ``check`` runs before any
+        work (unsupported variants, sizes that cannot fit in memory: ``ConfigError``).
+    record_q : also keep ``q`` at every record (engines with ``capabilities.has_query``).
     first_run, spawn_prefix : run ``r`` uses ``SeedSequence(seed, spawn_key=(*spawn_prefix, r))``
         for ``r = first_run, ..., first_run + runs − 1`` — so run ``r`` is bit-identical
         whatever ``runs`` is, and a sweep can split runs into chunks.
@@ -67,7 +99,9 @@ def simulate(
     Returns
     -------
     Result. Warns ``NotRobbinsMonroWarning`` for a schedule with ``power ∉ (1/2, 1]`` and
-    ``DivergenceWarning`` when runs diverge.
+    ``DivergenceWarning`` when runs diverge. A run whose state stays finite but whose attention
+    statistics come back NaN (an engine failure, never expected) is flagged as diverged at that
+    record as well, so that no NaN is returned unflagged.
     """
     if not isinstance(model, ModelConfig):
         raise TypeError(f"model: must be a ModelConfig; got {type(model).__name__}")
@@ -83,21 +117,30 @@ def simulate(
         record_every=record_every,
         initial_alignment=initial_alignment,
     )
-    if record_q and run.engine == "chain":
-        raise ValueError(
-            "record_q: the 'chain' engine has no query vector; use engine='projected' or "
-            "'literal'; got record_q=True"
+    eng = get_engine(run.engine)
+    if record_q and not eng.capabilities.has_query:
+        raise ConfigError(
+            "record_q",
+            f"the {run.engine!r} engine has no query vector; use one of "
+            + ", ".join(map(repr, engines_with(has_query=True))) + " to record q",
+            record_q,
         )
     if not isinstance(first_run, (int, np.integer)) or first_run < 0:
         raise ValueError(f"first_run: must be an integer >= 0; got {first_run!r}")
+    if first_run + run.runs > _INT64_MAX:
+        raise ConfigError("first_run", "must be an integer in [0, 2^63 − 1 − runs] (run ids are "
+                          "64-bit)", first_run)
+    eng.check(model, run)
+    # 0, every, 2·every, ..., steps: counted before the list is built
+    _check_record_memory(run.runs, -(-run.steps // run.record_every) + 1,
+                         model.d if record_q else 0)
+    ks = run.record_steps()
+    n_rec = len(ks)
     step.warn_if_not_robbins_monro()
 
-    eng = get_engine(run.engine)
     t0 = time.perf_counter()
     seeds = run_seeds(run.seed, run.runs, int(first_run), spawn_prefix)
     state = eng.init(model, run, seeds)
-    ks = run.record_steps()
-    n_rec = len(ks)
     align = np.full((run.runs, n_rec), np.nan)
     mass = np.full((run.runs, n_rec), np.nan)
     maxw = np.full((run.runs, n_rec), np.nan)
@@ -108,27 +151,31 @@ def simulate(
     align[:, 0] = state.rho
     t_init = time.perf_counter() - t0
     for j in range(1, n_rec):
-        etas = step_sizes(step, np.arange(ks[j - 1], ks[j]))
-        state, stats = eng.advance(model, run, state, etas)
+        # at most _ETA_BLOCK step sizes in memory at once: the engines give the same bits
+        # however the updates are split into advance calls
+        for lo in range(ks[j - 1], ks[j], _ETA_BLOCK):
+            hi = min(lo + _ETA_BLOCK, ks[j])
+            state, stats = eng.advance(model, run, state, step_sizes(step, np.arange(lo, hi)))
+            if progress is not None:
+                progress(hi - lo)
+        state, stats = _flag_nan_statistics(state, stats, ks[j])
         align[:, j] = state.rho
         mass[:, j] = stats.informative_mass
         maxw[:, j] = stats.max_nuisance_weight
         if q_rec is not None:
             q_rec[:, j] = state.q
-        if progress is not None:
-            progress(ks[j] - ks[j - 1])
     elapsed = time.perf_counter() - t0
     if state.diverged.any():
         warnings.warn(
-            f"{int(state.diverged.sum())} of {run.runs} runs diverged (non-finite query); "
-            "see Result.diverged and Result.diverged_step",
+            f"{int(state.diverged.sum())} of {run.runs} runs diverged (non-finite query or "
+            "statistics); see Result.diverged and Result.diverged_step",
             DivergenceWarning,
             stacklevel=2,
         )
     samples = run.runs * run.steps * run.batch
     return Result(
         model=model,
-        step=step,
+        schedule=step,
         run=run,
         steps=np.asarray(ks, dtype=np.int64),
         ode_time=ode_time(step, ks),

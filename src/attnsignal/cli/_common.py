@@ -19,6 +19,7 @@ from rich.progress import (
 )
 
 from ..config import ConfigError, ModelConfig, RunConfig, StepSize
+from ..engines import engine_names
 from . import UsageFailure
 
 console = Console(stderr=True)
@@ -43,7 +44,7 @@ FIELD_HELP = {
     "steps": "SGA updates per run (integer >= 1)",
     "runs": "independent runs (integer >= 1)",
     "batch": "minibatch size B (integer >= 1)",
-    "engine": "'literal', 'projected' or 'chain'",
+    "engine": ", ".join(f"'{n}'" for n in engine_names()[:-1]) + f" or '{engine_names()[-1]}'",
     "update": "'projected' or 'riemannian'",
     "seed": "root seed (integer >= 0)",
     "record_every": "record every this many steps (integer >= 1; default: about 200 records)",

@@ -9,7 +9,6 @@ of its content's determinants, and :func:`load_sweep` reads exactly the planned 
 
 from __future__ import annotations
 
-import importlib.util
 import numbers
 import os
 import time
@@ -19,7 +18,11 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from ..config import ConfigError, NotRobbinsMonroWarning
+from ..engines import get_engine
+from ..limits import check_memory, format_bytes
+from ..paths import check_output_dir
 from .executors import EXECUTORS, Executor, make_executor
+from .slurm import SlurmOptions
 from .spec import SweepSpec
 from .store import (
     MANIFEST, ManifestWriter, SweepStoreError, check_shard, discard_shard, locked,
@@ -97,6 +100,10 @@ class SweepReport:
         return s + f" — {self.seconds:.1f} s"
 
 
+#: Memory one worker process needs before it computes anything (interpreter + libraries).
+WORKER_BYTES = 200 * 2**20
+
+
 def check_executor_options(executor: str, scheduler: str | None = None,
                            workers: int | None = None, chunk_runs: int | None = None,
                            retries: int = 0) -> None:
@@ -115,10 +122,13 @@ def check_executor_options(executor: str, scheduler: str | None = None,
     if workers is not None:
         if not _is_int(workers) or workers < 1:
             raise ConfigError("workers", "must be an integer >= 1 (or None)", workers)
-        if scheduler is not None or executor == "serial":
+        # each worker is a process with numpy, pandas and numba loaded
+        check_memory("workers", float(workers) * WORKER_BYTES,
+                     f"{workers} worker processes (≈ {format_bytes(WORKER_BYTES)} each)", workers)
+        if scheduler is not None or executor in ("serial", "slurm"):
             raise ConfigError("workers", "only for executor 'local', or 'dask' without a "
-                              "scheduler address (a running cluster has its own workers)",
-                              workers)
+                              "scheduler address (a running cluster has its own workers; "
+                              "on Slurm use slurm.jobs and slurm.cores)", workers)
     if chunk_runs is not None and (not _is_int(chunk_runs) or chunk_runs < 1):
         raise ConfigError("chunk_runs", "must be an integer >= 1 (or None)", chunk_runs)
     if not _is_int(retries) or retries < 0:
@@ -190,6 +200,7 @@ def run_sweep(
     progress: bool = True,
     retries: int = 2,
     on_task: Callable[[Task, TaskOutcome | BaseException], None] | None = None,
+    slurm: SlurmOptions | Mapping[str, Any] | None = None,
 ) -> SweepReport:
     """Run (or resume) a sweep into directory ``out``.
 
@@ -197,9 +208,10 @@ def run_sweep(
     ----------
     spec : a :class:`SweepSpec`, the path of a TOML spec, or the spec as a dict.
     out : the sweep directory (created; must be visible at the same path to every worker).
-    executor : ``"local"`` (process pool here, default), ``"dask"`` or ``"serial"`` (this
-        process), or a running :class:`~attnsignal.sweep.executors.Executor` that several
-        sweeps share (its ``close`` is called after the sweep; a shared one keeps it open).
+    executor : ``"local"`` (process pool here, default), ``"dask"``, ``"slurm"`` (Slurm jobs
+        through dask-jobqueue) or ``"serial"`` (this process), or a running
+        :class:`~attnsignal.sweep.executors.Executor` that several sweeps share (its ``close``
+        is called after the sweep; a shared one keeps it open).
     scheduler : with ``"dask"``, the address of a running scheduler; None starts a
         ``LocalCluster`` of ``workers`` processes with one thread each.
     workers : worker processes for ``"local"`` and the ``LocalCluster`` (default
@@ -209,6 +221,8 @@ def run_sweep(
     progress : a progress bar over tasks on stderr; failures are printed as they happen.
     retries : Dask retries per task / restarts of a broken local pool.
     on_task : called in this process with each finished task and its outcome or exception.
+    slurm : with ``"slurm"``, the jobs to request (:class:`~attnsignal.sweep.slurm.SlurmOptions`
+        or a ``[slurm]``-shaped dict); None: the spec's ``[slurm]`` table, else the defaults.
 
     Returns
     -------
@@ -217,8 +231,8 @@ def run_sweep(
 
     Raises
     ------
-    ConfigError : a bad spec or option (before anything is written), or an unreachable
-        scheduler.
+    ConfigError : a bad spec or option, or an ``out`` that cannot be a writable directory
+        (before anything is written), or an unreachable scheduler.
     SweepStoreError : ``out`` holds a different sweep, is not a directory, or another sweep
         is running in it.
     """
@@ -227,9 +241,11 @@ def run_sweep(
     given = None if isinstance(executor, str) else executor
     check_executor_options("local" if given is not None else executor, scheduler, workers,
                            chunk_runs, retries)
-    root = Path(out)
-    if root.exists() and not root.is_dir():
-        raise SweepStoreError(f"out: must be a directory; got {str(out)!r}")
+    if slurm is not None and executor != "slurm":
+        raise ConfigError("slurm", "only with executor 'slurm'", executor)
+    if executor == "slurm" and not isinstance(slurm, SlurmOptions):
+        slurm = SlurmOptions.from_dict(slurm) if slurm is not None else spec.slurm_options()
+    root = check_output_dir(out, "out", create=False)  # a file, unwritable...: nothing runs
     old: dict[str, Any] | None = None
     if (root / MANIFEST).exists():
         try:
@@ -244,10 +260,8 @@ def run_sweep(
     if chunk_runs is None and old is not None:
         chunk_runs = old.get("chunk_runs")
     tasks = plan_tasks(spec, root, chunk_runs)
-    for engine in sorted({p.run.engine for p in spec.points()}):
-        if importlib.util.find_spec(f"attnsignal.engines.{engine}") is None:
-            raise ConfigError("sweep.engine",
-                              "must be an engine available in this build of attnsignal", engine)
+    for p in spec.points():  # variants and sizes the engine cannot do, before any work
+        get_engine(p.run.engine).check(p.model, p.run)
     _warn_schedules(spec)
     values = {p.index: dict(p.values) for p in spec.points()}
     known = {}
@@ -257,7 +271,8 @@ def run_sweep(
     def start() -> Executor:
         if given is not None:
             return given
-        return make_executor(executor, scheduler=scheduler, workers=workers, retries=retries)
+        return make_executor(executor, scheduler=scheduler, workers=workers, retries=retries,
+                             slurm=slurm if isinstance(slurm, SlurmOptions) else None)
 
     # A new directory is created only once the executor is up (an unreachable scheduler
     # writes nothing); an existing one is locked and verified first (maybe nothing to do).

@@ -17,6 +17,9 @@ A spec is a TOML file (or the same shape as a dict)::
     [grid]                  # axes: "section.field" = [values]; the product is swept
     "model.theta" = [0.5, 1.0]
     "model.n_nuisance" = [20, 40]
+    [slurm]                 # optional: how --executor slurm requests its jobs
+    partition = "short"     #   (SlurmOptions fields; not part of what the sweep computes)
+    walltime = "02:00:00"
 
 Grid points are the Cartesian product of the axes in the order they are written, the last
 axis varying fastest (``itertools.product``); a point's index is its position in that product
@@ -36,20 +39,23 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-import tomllib
 from dataclasses import MISSING, dataclass, field, fields
 from os import PathLike
-from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+if TYPE_CHECKING:
+    from .slurm import SlurmOptions
 
 from ..config import ConfigError, ModelConfig, RunConfig, StepSize
+from ..paths import read_toml
 
 __all__ = ["SweepSpec", "GridPoint", "SECTIONS", "TABLES"]
 
 #: The configuration tables of a spec and the class that validates each.
 SECTIONS: dict[str, type] = {"sweep": RunConfig, "model": ModelConfig, "step": StepSize}
-#: Every table a spec may have.
-TABLES = ("sweep", "model", "step", "grid")
+#: Every table a spec may have (``slurm``: :class:`~attnsignal.sweep.slurm.SlurmOptions`,
+#: where the sweep runs, not what it computes: it is not part of :meth:`SweepSpec.identity`).
+TABLES = ("sweep", "model", "step", "grid", "slurm")
 
 _SCALARS = (bool, int, float, str)
 
@@ -94,8 +100,11 @@ class GridPoint:
 
     @property
     def run_kwargs(self) -> dict[str, Any]:
-        """``RunConfig`` fields as keyword arguments of :func:`attnsignal.simulate`."""
-        return self.run.to_dict()
+        """``RunConfig`` fields as keyword arguments of :func:`attnsignal.simulate` (the
+        ``method`` field says whether to call it or :func:`attnsignal.baseline`)."""
+        kwargs = self.run.to_dict()
+        kwargs.pop("method", None)
+        return kwargs
 
     def label(self) -> str:
         """``point 3 (model.theta=0.5, model.n_nuisance=40)``."""
@@ -135,6 +144,7 @@ class SweepSpec:
     model: Pairs = ()
     step: Pairs = ()
     grid: tuple[tuple[str, tuple[Any, ...]], ...] = ()
+    slurm: Pairs = field(default=(), compare=False)
     _points: tuple[GridPoint, ...] = field(default=(), init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -142,6 +152,9 @@ class SweepSpec:
             v = getattr(self, name)
             if isinstance(v, Mapping):
                 object.__setattr__(self, name, tuple((str(k), x) for k, x in v.items()))
+        if isinstance(self.slurm, Mapping):
+            object.__setattr__(self, "slurm", tuple((str(k), x) for k, x in self.slurm.items()))
+        self.slurm_options()  # validated now, like every table
         if isinstance(self.grid, Mapping):
             object.__setattr__(self, "grid", tuple((str(k), tuple(v) if isinstance(v, list)
                                                     else v) for k, v in self.grid.items()))
@@ -179,26 +192,16 @@ class SweepSpec:
         for key, values in _flatten(data.get("grid", {})):
             axes.append((key, _check_axis(key, values)))
         return cls(sweep=tables["sweep"], model=tables["model"], step=tables["step"],
-                   grid=tuple(axes))
+                   grid=tuple(axes), slurm=tuple(data.get("slurm", {}).items()))
 
     @classmethod
     def from_toml(cls, path: str | PathLike[str]) -> "SweepSpec":
         """Read and validate a TOML spec.
 
-        Raises ConfigError (``spec: file not found`` / ``spec: must be valid TOML``, or any
-        problem of :meth:`from_dict`)."""
-        p = Path(path)
-        try:
-            with open(p, "rb") as fh:
-                data = tomllib.load(fh)
-        except FileNotFoundError:
-            raise ConfigError("spec", "file not found", str(p)) from None
-        except IsADirectoryError:
-            raise ConfigError("spec", "must be a TOML file, not a directory", str(p)) from None
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError("spec", f"must be valid TOML ({exc})", str(p)) from None
-        except OSError as exc:
-            raise ConfigError("spec", f"cannot be read ({exc.strerror})", str(p)) from None
+        Raises ConfigError (``spec: file not found`` / ``spec: must be valid TOML`` / not UTF-8,
+        unreadable, a directory — :func:`attnsignal.paths.read_toml` — or any problem of
+        :meth:`from_dict`)."""
+        data = read_toml(path, "spec")
         return cls.from_dict(data)
 
     # ------------------------------------------------------------------ queries
@@ -215,14 +218,24 @@ class SweepSpec:
         """Every grid point, in index order."""
         return list(self._points)
 
+    def slurm_options(self) -> "SlurmOptions":
+        """The ``[slurm]`` table as :class:`~attnsignal.sweep.slurm.SlurmOptions` (defaults
+        when the spec has none). Raises ConfigError (``slurm.<key>: ...``)."""
+        from .slurm import SlurmOptions
+
+        return SlurmOptions.from_dict(dict(self.slurm))
+
     def to_dict(self) -> dict[str, Any]:
         """The spec in its TOML shape (base values and grid values as given)."""
-        return {
+        d = {
             "sweep": dict(self.sweep),
             "model": dict(self.model),
             "step": dict(self.step),
             "grid": {k: list(v) for k, v in self.grid},
         }
+        if self.slurm:
+            d["slurm"] = dict(self.slurm)
+        return d
 
     def identity(self) -> str:
         """sha256 of what the sweep computes: the axes and every point's full configs. Two
