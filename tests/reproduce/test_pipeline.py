@@ -197,7 +197,7 @@ def test_every_result_records_the_seed_it_ran_with(reduced):
     assert stored["E4"]["seed"] == 47 and stored["E5"]["sa_seed"] == 58
     # the seeds the sweep stores were planned with are the ones recorded
     for name, seed in (("E4", 47), ("E5_sa", 58), ("E2", 27)):
-        manifest = next((out / "data").glob(f"{name}-*/manifest.json"))
+        manifest = next((out / "data").glob(f"{name}-*/sweep.json"))
         assert json.loads(manifest.read_text())["spec"]["sweep"]["seed"] == seed
 
 

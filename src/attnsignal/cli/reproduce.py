@@ -52,11 +52,12 @@ def reproduce_cmd(
     slurm = slurm_flags.slurm_options(
         executor, None, partition=partition, account=account, walltime=walltime, memory=memory,
         cores=cores_per_job, jobs=jobs, sbatch=sbatch, dry_run=dry_run)
+    from ..sweep.runner import check_executor_options
+
+    check_executor_options(executor, scheduler, workers)  # before OUT is created
     if slurm is not None:
-        from ..sweep.runner import check_executor_options
         from ..sweep.slurm import slurm_job_script
 
-        check_executor_options(executor, scheduler, workers)
         if dry_run:
             out.print(slurm_job_script(slurm), markup=False, highlight=False, soft_wrap=True)
             return
