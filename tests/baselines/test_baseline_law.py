@@ -4,6 +4,8 @@ rejected by the same tests."""
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 from scipy.stats import ks_2samp
@@ -24,6 +26,16 @@ OJA_STEP = StepSize(eta0=3.0, k0=5.0, power=1.0)
 def _model(sign: str) -> ModelConfig:
     return ModelConfig(d=5, n_informative=3, n_nuisance=7, theta=1.0, noise_std=1.3,
                        signal_sign=sign)
+
+
+@functools.lru_cache(maxsize=None)
+def _literal_cached(model, method):
+    return _literal(model, method)
+
+
+@functools.lru_cache(maxsize=None)
+def _exact_cached(model, method):
+    return _exact(model, method)
 
 
 def _exact(model, method, seed=1):
@@ -50,13 +62,13 @@ def _pvalues(a: np.ndarray, b: np.ndarray) -> list[float]:
 @pytest.mark.parametrize("method", ["mean", "oracle", "pca", "oja"])
 def test_estimator_matches_literal_in_law(method, sign):
     model = _model(sign)
-    ps = _pvalues(_exact(model, method), _literal(model, method))
+    ps = _pvalues(_exact_cached(model, method), _literal_cached(model, method))
     assert min(ps) > ALPHA, ps
 
 
 def test_signal_is_visible_at_these_sizes():
     # the law tests have power only if the alignment moves away from a uniform direction
-    a = np.abs(_exact(_model("fixed"), "mean"))
+    a = np.abs(_exact_cached(_model("fixed"), "mean"))
     assert a[:, -1].mean() > 0.8 and a[:, 0].mean() < 0.5
 
 
@@ -78,7 +90,7 @@ def test_mean_without_the_cross_term_is_rejected(monkeypatch):
     orig = mean_mod.advance_sum
     monkeypatch.setattr(mean_mod, "advance_sum", broken)
     model = _model("fixed")
-    ps = _pvalues(_exact(model, "mean"), _literal(model, "mean"))
+    ps = _pvalues(_exact(model, "mean"), _literal_cached(model, "mean"))
     assert min(ps) < ALPHA, ps
 
 
@@ -88,7 +100,7 @@ def test_pca_with_one_sample_counted_twice_is_rejected(monkeypatch):
     orig = pca_mod.wishart
     monkeypatch.setattr(pca_mod, "wishart", lambda g, p, n: orig(g, p, n + 1))
     model = _model("fixed")
-    ps = _pvalues(_exact(model, "pca"), _literal(model, "pca"))
+    ps = _pvalues(_exact(model, "pca"), _literal_cached(model, "pca"))
     assert min(ps) < ALPHA, ps
 
 
@@ -98,5 +110,5 @@ def test_oja_without_the_rest_of_the_complement_is_rejected(monkeypatch):
     monkeypatch.setattr(oja_mod, "oja_block",
                         lambda r, s, e, a, b, p: orig(r, s, e, a, b, 0.0 * p))
     model = _model("fixed")
-    ps = _pvalues(_exact(model, "oja"), _literal(model, "oja"))
+    ps = _pvalues(_exact(model, "oja"), _literal_cached(model, "oja"))
     assert min(ps) < ALPHA, ps

@@ -112,3 +112,15 @@ def test_oja_needs_a_step_without_signal():
         baseline(MODEL.replace(theta=0.0), "oja", samples=5)
     res = baseline(MODEL.replace(theta=0.0), "oja", samples=5, step=StepSize(eta0=0.1))
     assert np.isfinite(res.alignment).all()
+
+
+@pytest.mark.parametrize("method, kwargs, field", [
+    ("pca", dict(samples=10), "model.d"),  # d² floats per run
+    ("oja", dict(samples=10 ** 13, runs=10), "samples"),  # O(1) per sample, but 10^14 of them
+    ("mean", dict(samples=10 ** 15, record_every=1), "record_every"),
+])
+def test_sizes_that_cannot_fit_or_finish_are_refused_before_work(method, kwargs, field):
+    huge = ModelConfig(d=10 ** 6, n_informative=5, n_nuisance=5, theta=1.0)
+    with pytest.raises(ConfigError) as err:
+        baseline(huge, method, **kwargs)
+    assert err.value.field == field

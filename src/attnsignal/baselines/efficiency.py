@@ -22,7 +22,8 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from ..config import ConfigError, ModelConfig, StepSize, int_ge
+from ..config import ConfigError, ModelConfig, StepSize
+from ..validation import Integer, Optional
 from .base import method_names
 from .runner import baseline
 from .theory import baseline_theory
@@ -98,6 +99,8 @@ def efficiency(
     oja_step: Any = None,
     records: int = 80,
     theory: bool = True,
+    attention_theory: bool = True,
+    theory_samples: int = 4000,
     results: dict[str, Any] | None = None,
 ) -> pd.DataFrame:
     """The sample-efficiency table: one row per (method, target).
@@ -110,7 +113,8 @@ def efficiency(
         least 1 000, at most 2 000 000). runs, seed : of every method's simulation.
     attention_step : attention's schedule (None: :func:`attention_schedule`).
     oja_step : Oja's schedule (None: its default). records : log-spaced records per run.
-    theory : also predict (attention's prediction estimates ``κ`` by Monte Carlo: seconds).
+    theory : also predict. attention_theory : include attention's prediction (seconds per
+        target: an ODE solve and ``theory_samples`` Monte Carlo draws for ``κ``).
     results : precomputed ``Result`` per method (e.g. E1's attention runs), used instead of
         simulating; their records decide the resolution of the measured crossing.
 
@@ -130,12 +134,10 @@ def efficiency(
     for m in methods:
         if m not in allowed:
             raise ConfigError("methods", "must be among " + ", ".join(map(repr, allowed)), m)
-    for name, value, lo in (("runs", runs, 1), ("seed", seed, 0), ("records", records, 2)):
-        pred, desc, _ = int_ge(lo)
-        if not pred(value):
-            raise ConfigError(name, desc, value)
-    if samples is not None and not int_ge(1)[0](samples):
-        raise ConfigError("samples", "must be an integer >= 1 (or None)", samples)
+    for name, value, lo in (("runs", runs, 1), ("seed", seed, 0), ("records", records, 2),
+                            ("theory_samples", theory_samples, 100)):
+        Integer(ge=lo).check(name, value)
+    Optional(Integer(ge=1)).check("samples", samples)
     results = dict(results or {})
     tmax = float(targets.max())
     if attention_step is None and "sga" in methods and "sga" not in results:
@@ -147,9 +149,11 @@ def efficiency(
     predicted: dict[tuple[str, float], float] = {}
     if theory:
         for m in methods:
+            if m == "sga" and (not attention_theory or attention_step is None):
+                continue
             for t in targets:
                 predicted[m, t] = _predict(model, m, float(t), pred_budget, attention_step,
-                                           oja_step)
+                                           oja_step, theory_samples)
     if samples is None:
         finite = [v for v in predicted.values() if np.isfinite(v)]
         samples = int(min(2_000_000, max(1000, 2 * max(finite)))) if finite else 100_000
@@ -179,7 +183,7 @@ def efficiency(
 
 
 def _predict(model: ModelConfig, method: str, target: float, budget: int, attention_step: Any,
-             oja_step: Any) -> float:
+             oja_step: Any, theory_samples: int = 4000) -> float:
     if method != "sga":
         return predicted_samples(model, method, target, budget,
                                  step=oja_step if method == "oja" else None)
@@ -187,7 +191,8 @@ def _predict(model: ModelConfig, method: str, target: float, budget: int, attent
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        got = samples_to_reach(model, attention_step, target, plateau=False)
+        got = samples_to_reach(model, attention_step, target, plateau=False,
+                               n_samples=theory_samples)
     return float(got.samples) if got.samples >= 0 else float("nan")
 
 

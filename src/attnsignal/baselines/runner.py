@@ -8,7 +8,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from .._version import __version__
-from ..config import ConfigError, ModelConfig, RunConfig, StepSize, int_ge
+from ..config import ConfigError, ModelConfig, RunConfig, StepSize
+from ..validation import Integer
 from ..engines.base import run_seeds
 from ..results import Result
 from .base import RUNNING_AVERAGE, BaselineConfig, get_estimator, method_names
@@ -22,6 +23,11 @@ _CHUNK_BYTES = 64 << 20
 def baseline_record_steps(samples: int, record_every: int | None = None,
                           record: Any = None) -> np.ndarray:
     """The record steps: the shared :func:`attnsignal.records.record_steps` when present."""
+    if record is None and record_every is not None and Integer(ge=1).accepts(record_every):
+        from ..limits import check_memory
+
+        check_memory("record_every", 8.0 * (samples // record_every + 2) * 4,
+                     "the records", record_every)
     try:
         from ..records import record_steps
     except ImportError:  # before the shared records module: linear, or log-spaced
@@ -103,15 +109,14 @@ def baseline(
                           method)
     for name, value, lo in (("samples", samples, 1), ("runs", runs, 1), ("seed", seed, 0),
                             ("first_run", first_run, 0)):
-        pred, desc, _ = int_ge(lo)
-        if not pred(value):
-            raise ConfigError(name, desc, value)
+        Integer(ge=lo).check(name, value)
     run = RunConfig(steps=samples, runs=runs, seed=seed, record_every=record_every,
                     method=method)
     step = _check_step(method, model, step)
     ks = baseline_record_steps(int(samples), record_every, record)
     est = get_estimator(method)
     config = BaselineConfig(method=method, step=step)
+    _check_size(model, method, est, int(samples), int(runs), int(ks.size))
 
     t0 = time.perf_counter()
     seeds = run_seeds(int(seed), int(runs), int(first_run), spawn_prefix)
@@ -142,6 +147,24 @@ def baseline(
         timings={"total_s": elapsed, "seconds_per_sample": elapsed / (runs * samples)},
         version=__version__, method=method,
     )
+
+
+def _check_size(model: ModelConfig, method: str, est: Any, samples: int, runs: int,
+                records: int) -> None:
+    """Refuse, before any work, what cannot fit in memory or would not finish."""
+    from ..limits import check_memory, check_work
+
+    if hasattr(est, "bytes_per_run"):  # PCA: d² per run, twice more for a block's Wishart
+        check_memory("model.d", 3 * est.bytes_per_run(model), f"{method}'s d×d matrices",
+                     model.d)
+    check_memory("runs", 8.0 * runs * records * 3, "the records", runs)
+    if method == "pca":
+        ops = 4.0 * runs * records * float(model.d) ** 3
+    elif method == "oja":
+        ops = 40.0 * runs * samples
+    else:
+        ops = 50.0 * runs * records
+    check_work("samples", ops, f"the {method} baseline", samples)
 
 
 def _ode_time(step: Any, ks: np.ndarray) -> np.ndarray:

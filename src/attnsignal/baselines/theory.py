@@ -42,7 +42,9 @@ an effective start: the escape from ``ρ ≈ 0`` is linear, ``ρ_{k+1} = (1 + η
 η_k √(λ1λ2) ζ_k``, so its noise is a Gaussian added to the start,
 ``ρ_eff = ρ0 + N(0, Σ_j η_j² λ1λ2 / G_{j+1}²)``, ``G_j = Π_{i<j}(1 + η_i g)``, with
 ``ρ0² ~ Beta(1/2, (d−1)/2)``. ``E|ρ_k| ≈ E √(1 − x_k(ρ_eff))`` over :data:`OJA_STARTS`
-quantiles of ``|ρ_eff|``. The runs that start near ``ξ^⊥`` are the slow ones (with
+quantiles of ``|ρ_eff|``. While ``η_k E‖m‖² > 2`` each step essentially resets ``q`` to the
+direction of the sample it saw: the recursion starts after those steps, from the alignment of
+one token mean. The runs that start near ``ξ^⊥`` are the slow ones (with
 ``η ∝ 1/k``, ``ρ`` grows like ``ρ_eff k/k0``), and this is what decides ``E|ρ|``. Assumes
 ``η_k ‖m‖²`` small; checked against simulation in ``tests/baselines/test_theory.py``. With ``η_k = a/(k + k0)``, ``a = 1/g``: ``1 − |ρ| ≈ (d−1)λ1λ2/(2g²k)``, PCA's.
 """
@@ -55,7 +57,8 @@ import numpy as np
 from numba import njit
 from scipy.special import gammaln
 
-from ..config import ConfigError, ModelConfig, int_ge
+from ..config import ConfigError, ModelConfig
+from ..validation import Integer
 from .base import BaselineConfig, method_names
 
 #: Quantiles of the uniform start averaged over in Oja's mean-field prediction.
@@ -150,22 +153,57 @@ def _oja_meanfield(etas: np.ndarray, x0: float, c: float, lam2: float, d: int,
     return out
 
 
-def _oja_effective_start(etas: np.ndarray, c: float, lam2: float, d: int) -> np.ndarray:
-    """:data:`OJA_STARTS` quantiles of ``ρ_eff²``, ``ρ_eff = ρ0 + N(0, v)``: the escape from
-    ``ρ ≈ 0`` is linear, ``ρ_{k+1} = (1 + η_k g) ρ_k + η_k √(λ1 λ2) ζ_k``, so its noise acts
-    as a Gaussian addition to the start, ``v = Σ_j η_j² λ1 λ2 / G_{j+1}²``,
-    ``G_j = Π_{i<j} (1 + η_i g)``."""
-    from scipy.stats import beta, norm
+def _quantiles(values: np.ndarray, n: int) -> np.ndarray:
+    v = np.sort(values.ravel())
+    return v[(np.arange(n) * v.size) // n + v.size // (2 * n)]
+
+
+def _oja_start(kstar: int, c: float, lam2: float, d: int) -> np.ndarray:
+    """:data:`OJA_STARTS` quantiles of ``|ρ|`` where the recursion starts: the uniform start
+    (``kstar = 0``), or — after steps so large that each resets ``q`` to the direction of the
+    sample it saw — the alignment of one token mean, ``|√ℓ + Z|/√((√ℓ + Z)² + χ²_{d−1})``."""
+    from scipy.stats import beta, chi2, norm
+
+    n = OJA_STARTS
+    p = (np.arange(n) + 0.5) / n
+    if kstar == 0:
+        return np.sqrt(beta.ppf(p, 0.5, (d - 1) / 2.0))
+    y = np.abs(np.sqrt(c * c / lam2) + norm.ppf(p))
+    q = chi2.ppf(p, d - 1)
+    return _quantiles(y[:, None] / np.sqrt(y[:, None] ** 2 + q[None, :]), n)
+
+
+def _oja_effective_start(etas: np.ndarray, r0: np.ndarray, c: float, lam2: float
+                         ) -> np.ndarray:
+    """Quantiles of ``ρ_eff²``, ``ρ_eff = ρ0 + N(0, v)``: the escape from ``ρ ≈ 0`` is linear,
+    ``ρ_{k+1} = (1 + η_k g) ρ_k + η_k √(λ1 λ2) ζ_k``, so its noise acts as a Gaussian
+    addition to the start, ``v = Σ_j η_j² λ1 λ2 / G_{j+1}²``, ``G_j = Π_{i<j} (1 + η_i g)``."""
+    from scipy.stats import norm
 
     g, lam1 = c * c, c * c + lam2
     logG = np.cumsum(np.log1p(etas * g))
     v = float(np.sum(etas ** 2 * lam1 * lam2 * np.exp(-2.0 * logG)))
-    n = OJA_STARTS
-    p = (np.arange(n) + 0.5) / n
-    r0 = np.sqrt(beta.ppf(p, 0.5, (d - 1) / 2.0))
-    z = norm.ppf(p) * np.sqrt(v)
-    eff = np.sort(np.abs(r0[:, None] + z[None, :]).ravel())
-    return np.minimum(eff[(np.arange(n) * n + n // 2)], 1.0) ** 2
+    n = r0.size
+    z = norm.ppf((np.arange(n) + 0.5) / n) * np.sqrt(v)
+    return np.minimum(_quantiles(np.abs(r0[:, None] + z[None, :]), n), 1.0) ** 2
+
+
+def _oja_prediction(etas: np.ndarray, c: float, lam2: float, d: int, order: np.ndarray
+                    ) -> np.ndarray:
+    """Mean-field ``E|ρ_k|`` at the sorted sample counts ``order`` (see the module)."""
+    big = etas * (c * c + d * lam2) > 2.0  # η E‖m‖² > 2: far beyond the O(η²) expansion
+    kstar = int(np.argmin(big)) if not big.all() else etas.size
+    r0 = _oja_start(kstar, c, lam2, d)
+    out = np.full(order.size, float(r0.mean()))
+    late = order >= kstar
+    if late.any():
+        tail = etas[kstar:]
+        acc = np.zeros(int(late.sum()))
+        for x0 in 1.0 - _oja_effective_start(tail, r0, c, lam2):
+            acc += np.sqrt(1.0 - _oja_meanfield(tail, float(x0), c, lam2, d,
+                                                order[late] - kstar))
+        out[late] = acc / r0.size
+    return out
 
 
 def baseline_theory(model: ModelConfig, method: str, samples: Any, *, step: Any = None
@@ -186,8 +224,7 @@ def baseline_theory(model: ModelConfig, method: str, samples: Any, *, step: Any 
         raise ConfigError("method", "must be one of " + ", ".join(map(repr, method_names())),
                           method)
     arr = np.asarray(samples)
-    pred, desc, _ = int_ge(0)
-    if arr.size == 0 or not all(pred(v) for v in arr.ravel().tolist()):
+    if arr.size == 0 or not all(Integer(ge=0).accepts(v) for v in arr.ravel().tolist()):
         raise ConfigError("samples", "must be integers >= 0", samples)
     ks = arr.astype(np.int64)
     step = _check_step(method, model, step)
@@ -206,13 +243,6 @@ def baseline_theory(model: ModelConfig, method: str, samples: Any, *, step: Any 
         flat = ks.ravel()
         order = np.unique(flat)
         etas = BaselineConfig("oja", step).etas(0, int(order[-1])) * model.noise_std ** 2
-        from scipy.stats import beta
-
-        # average the recursion over the law of the start: ρ0² ~ Beta(1/2, (d−1)/2)
-        r2 = _oja_effective_start(etas, c, 1.0 / L, d)
-        mean_abs = np.zeros(order.size)
-        for x0 in 1.0 - r2:
-            mean_abs += np.sqrt(1.0 - _oja_meanfield(etas, float(x0), c, 1.0 / L, d, order))
-        out = (mean_abs / OJA_STARTS)[np.searchsorted(order, flat)]
+        out = _oja_prediction(etas, c, 1.0 / L, d, order)[np.searchsorted(order, flat)]
         out = np.where(flat == 0, uniform_mean_abs(d), out)
     return np.asarray(out, dtype=np.float64).reshape(ks.shape)
