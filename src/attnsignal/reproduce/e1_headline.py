@@ -20,11 +20,12 @@ from typing import Any
 import numpy as np
 
 from ..claims import ClaimResult, passed
-from ..config import ModelConfig, StepSize, int_ge, real_gt, real_in
+from ..config import ModelConfig, StepSize
 from ..plots import band, save_figure, _plt
 from ..report import Section
 from ..results import Result
 from ..simulate import simulate
+from ..validation import Integer, Real
 from .context import ExperimentContext, sweep_spec
 from .experiment import MODEL, STEP, Experiment, Measurements, PlanSection, data_field
 
@@ -60,11 +61,11 @@ class E1Plan(PlanSection):
     literal_abs_z: float = 4.0
 
     _table = {
-        "model": MODEL, "big_d": int_ge(2), "runs": int_ge(2), "steps": int_ge(1),
-        "step": STEP, "records": int_ge(1), "theory_samples": int_ge(100),
-        "literal_runs": int_ge(1), "literal_steps": int_ge(1),
-        "min_final_abs": real_in(0.0, 1.0), "mean_final_abs": real_in(0.0, 1.0),
-        "literal_abs_z": real_gt(0.0),
+        "model": MODEL, "big_d": Integer(ge=2), "runs": Integer(ge=2), "steps": Integer(ge=1),
+        "step": STEP, "records": Integer(ge=1), "theory_samples": Integer(ge=100),
+        "literal_runs": Integer(ge=1), "literal_steps": Integer(ge=1),
+        "min_final_abs": Real(ge=0.0, le=1.0), "mean_final_abs": Real(ge=0.0, le=1.0),
+        "literal_abs_z": Real(gt=0.0),
     }
 
     @classmethod

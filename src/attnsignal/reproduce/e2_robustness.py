@@ -18,11 +18,12 @@ import numpy as np
 import pandas as pd
 
 from ..claims import ClaimResult, passed
-from ..config import ModelConfig, StepSize, int_ge, real_ge, real_in
+from ..config import ModelConfig, StepSize
 from ..plots import _plt, save_figure
 from ..report import Section
+from ..validation import Integer, Real, Sequence
 from .context import ExperimentContext, sweep_spec
-from .experiment import STEP, Experiment, Measurements, PlanSection, data_field, tuple_of
+from .experiment import STEP, Experiment, Measurements, PlanSection, data_field
 
 __all__ = ["E2Plan", "E2Measurements", "E2Robustness", "E2", "steps_to_reach"]
 
@@ -54,9 +55,9 @@ class E2Plan(PlanSection):
     grid_mean_final_abs: float = 0.98
 
     _table = {
-        "thetas": tuple_of(real_ge(0.0)), "ratios": tuple_of(int_ge(0)), "R": int_ge(1),
-        "d": int_ge(2), "runs": int_ge(2), "steps": int_ge(1), "step": STEP,
-        "weak_mean_final_abs": real_in(0.0, 1.0), "grid_mean_final_abs": real_in(0.0, 1.0),
+        "thetas": Sequence(Real(ge=0.0), min_len=1), "ratios": Sequence(Integer(ge=0), min_len=1), "R": Integer(ge=1),
+        "d": Integer(ge=2), "runs": Integer(ge=2), "steps": Integer(ge=1), "step": STEP,
+        "weak_mean_final_abs": Real(ge=0.0, le=1.0), "grid_mean_final_abs": Real(ge=0.0, le=1.0),
     }
 
     @classmethod

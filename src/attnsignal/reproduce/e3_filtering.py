@@ -22,12 +22,13 @@ import numpy as np
 import pandas as pd
 
 from ..claims import ClaimResult
-from ..config import ModelConfig, StepSize, int_ge, real_ge, real_gt, real_in
+from ..config import ModelConfig, StepSize
 from ..plots import _plt, save_figure
 from ..report import Section
+from ..validation import Integer, Real, Sequence
 from .context import ExperimentContext, sweep_spec
 from .e1_headline import E1
-from .experiment import STEP, Experiment, Measurements, PlanSection, data_field, tuple_of
+from .experiment import STEP, Experiment, Measurements, PlanSection, data_field
 
 __all__ = ["E3Plan", "E3Measurements", "E3Filtering", "E3", "mass_prediction"]
 
@@ -59,10 +60,10 @@ class E3Plan(PlanSection):
     weak_mass_rel: float = 0.25  # |mass − p(1)| / p(1)
 
     _table = {
-        "thetas": tuple_of(real_ge(0.0)), "densities": tuple_of(real_gt(0.0)), "N": int_ge(1),
-        "d": int_ge(2), "runs": int_ge(2), "steps": int_ge(2), "step": STEP,
-        "dense_mass": real_in(0.0, 1.0), "dense_max_nuisance": real_in(0.0, 1.0),
-        "weak_mass_rel": real_gt(0.0),
+        "thetas": Sequence(Real(ge=0.0), min_len=1), "densities": Sequence(Real(gt=0.0), min_len=1), "N": Integer(ge=1),
+        "d": Integer(ge=2), "runs": Integer(ge=2), "steps": Integer(ge=2), "step": STEP,
+        "dense_mass": Real(ge=0.0, le=1.0), "dense_max_nuisance": Real(ge=0.0, le=1.0),
+        "weak_mass_rel": Real(gt=0.0),
     }
 
     @classmethod

@@ -19,9 +19,10 @@ from typing import Any
 import numpy as np
 
 from ..claims import ClaimResult, passed
-from ..config import ModelConfig, StepSize, int_ge
+from ..config import ModelConfig, StepSize
 from ..plots import _plt, save_figure
 from ..report import Section
+from ..validation import Integer
 from .context import ExperimentContext, sweep_spec
 from .e1_headline import E1
 from .e2_robustness import E2
@@ -52,8 +53,8 @@ class E4Plan(PlanSection):
     steps: int = 200_000
     step: StepSize = StepSize(eta0=4e-6, k0=1e6, power=0.75)
 
-    _table = {"model": MODEL, "design_model": MODEL, "runs": int_ge(1),
-              "boundary_runs": int_ge(1), "steps": int_ge(1), "step": STEP}
+    _table = {"model": MODEL, "design_model": MODEL, "runs": Integer(ge=1),
+              "boundary_runs": Integer(ge=1), "steps": Integer(ge=1), "step": STEP}
 
     @classmethod
     def quick(cls) -> "E4Plan":

@@ -17,12 +17,13 @@ from typing import Any
 
 import numpy as np
 
-from ..config import ModelConfig, StepSize, int_ge, real_gt, real_in
+from ..config import ModelConfig, StepSize
 from ..plots import _plt, save_figure
 from ..report import Section
 from ..schedules import step_at_time
+from ..validation import Integer, Real, Sequence
 from .context import ExperimentContext, sweep_spec
-from .experiment import MODEL, STEP, Experiment, Measurements, PlanSection, data_field, tuple_of
+from .experiment import MODEL, POWER_STEP, Experiment, Measurements, PlanSection, data_field
 
 __all__ = ["E5Plan", "E5Measurements", "E5Tracking", "E5"]
 
@@ -44,9 +45,9 @@ class E5Plan(PlanSection):
     sa_runs: int = 100
 
     _table = {
-        "model": MODEL, "schedule": STEP, "eta0s": tuple_of(real_gt(0.0)),
-        "rho0": real_in(-1.0, 1.0), "runs": int_ge(2), "T": real_gt(0.0), "sa_T": real_gt(0.0),
-        "sa_runs": int_ge(2),
+        "model": MODEL, "schedule": POWER_STEP, "eta0s": Sequence(Real(gt=0.0), min_len=1),
+        "rho0": Real(ge=-1.0, le=1.0), "runs": Integer(ge=2), "T": Real(gt=0.0), "sa_T": Real(gt=0.0),
+        "sa_runs": Integer(ge=2),
     }
 
     @classmethod

@@ -20,7 +20,7 @@ How to add an experiment (one module plus one line)
        @dataclass(frozen=True)
        class E6Plan(PlanSection):
            runs: int = 30
-           _table = {"runs": int_ge(1)}          # validated on construction
+           _table = {"runs": Integer(ge=1)}      # attnsignal.validation constraints
            @classmethod
            def quick(cls) -> "E6Plan": return cls(runs=8)
 
@@ -57,50 +57,38 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Mapping, TypeVar
 
 import numpy as np
 
-from ..config import ConfigError, ModelConfig, StepSize, _validate
+from ..config import ModelConfig
+from ..schedules import Schedule, StepSize
+from ..validation import ConfigError, Constraint, Instance, validate_fields
 
 if TYPE_CHECKING:
     from ..claims import ClaimResult
     from ..report import Section
     from .context import ExperimentContext
 
-__all__ = ["Experiment", "PlanSection", "Measurements", "data_field", "tuple_of"]
+__all__ = ["Experiment", "PlanSection", "Measurements", "data_field", "MODEL", "STEP", "POWER_STEP"]
 
 
 # ------------------------------------------------------------------------------ plan sections
 
 
-def tuple_of(item: tuple, nonempty: bool = True) -> tuple:
-    """A constraint row: a non-empty tuple whose items satisfy ``item`` (coerced to a tuple)."""
-    pred, desc, coerce = item
-
-    def ok(v: Any) -> bool:
-        return (isinstance(v, (tuple, list)) and (len(v) > 0 or not nonempty)
-                and all(pred(x) for x in v))
-
-    return (ok, f"must be a non-empty sequence whose items {desc.removeprefix('must ')}",
-            lambda v: tuple(coerce(x) for x in v))
-
-
-def instance_of(cls: type) -> tuple:
-    """A constraint row: an instance of ``cls`` (already validated on its construction)."""
-    return (lambda v: isinstance(v, cls), f"must be a {cls.__name__}", lambda v: v)
-
-
-MODEL = instance_of(ModelConfig)
-STEP = instance_of(StepSize)
+#: constraint rows for plan sections' configs (validated on their own construction)
+MODEL = Instance(ModelConfig, "ModelConfig")
+STEP = Instance(Schedule, "step-size schedule (attnsignal.schedules.Schedule)")
+POWER_STEP = Instance(StepSize, "StepSize (the power family, whose eta0 is varied)")
 
 
 @dataclass(frozen=True)
 class PlanSection:
     """One experiment's part of the plan: frozen, validated on construction against ``_table``
-    (one row per field, :mod:`attnsignal.config`'s constraints and message template), with a
-    paper-size ``full()`` (the defaults) and a reduced ``quick()``."""
+    (one :mod:`attnsignal.validation` constraint per field, the project's one message
+    template: ``e1.runs: must be an integer >= 2; got 0``), with a paper-size ``full()`` (the
+    defaults) and a reduced ``quick()``."""
 
-    _table: ClassVar[Mapping[str, tuple]] = {}
+    _table: ClassVar[Mapping[str, Constraint]] = {}
 
     def __post_init__(self) -> None:
-        _validate(self, self._table, prefix=f"{self._prefix()}.")
+        validate_fields(self, self._table, prefix=f"{self._prefix()}.")
         self.check()
 
     def check(self) -> None:

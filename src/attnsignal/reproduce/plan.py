@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Mapping, TypeVar
 
-from ..config import ConfigError, _is_int
+from ..validation import ConfigError, Integer, OneOf
 
 if TYPE_CHECKING:
     from .experiment import Experiment, PlanSection
@@ -41,10 +41,8 @@ class Plan:
         from .registry import EXPERIMENTS
         from .experiment import check_section
 
-        if self.mode not in ("full", "quick"):
-            raise ConfigError("plan.mode", "must be one of 'full', 'quick'", self.mode)
-        if not _is_int(self.seed) or self.seed < 0:
-            raise ConfigError("plan.seed", "must be an integer >= 0", self.seed)
+        OneOf("full", "quick").check("plan.mode", self.mode)
+        seed = Integer(ge=0).check("plan.seed", self.seed)
         names = [e.name for e in EXPERIMENTS]
         for key in self.sections:
             if key not in names:
@@ -57,7 +55,7 @@ class Plan:
                 sec = exp.Plan.quick() if self.is_quick else exp.Plan.full()
             check_section(exp, sec)
             full[exp.name] = sec
-        object.__setattr__(self, "seed", int(self.seed))
+        object.__setattr__(self, "seed", seed)
         object.__setattr__(self, "sections", MappingProxyType(full))
 
     @classmethod
