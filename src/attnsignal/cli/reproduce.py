@@ -31,6 +31,7 @@ def reproduce_cmd(
     cores_per_job: Optional[int] = slurm_flags.CORES,
     jobs: Optional[int] = slurm_flags.JOBS,
     sbatch: Optional[list[str]] = slurm_flags.SBATCH,
+    slurm_config: Optional[Path] = slurm_flags.CONFIG,
     dry_run: bool = slurm_flags.DRY_RUN,
 ) -> None:
     """Reproduce the paper: E1 headline, E2 robustness grid, E3 attention filtering,
@@ -49,8 +50,11 @@ def reproduce_cmd(
         raise ConfigError("executor", "must be one of 'local', 'dask', 'slurm'", executor)
     if seed < 0:
         raise ConfigError("seed", "must be an integer >= 0", seed)
+    if slurm_config is not None and executor != "slurm":
+        raise ConfigError("--slurm-config", "only with --executor slurm", str(slurm_config))
+    base = slurm_flags.options_file(slurm_config) if slurm_config is not None else None
     slurm = slurm_flags.slurm_options(
-        executor, None, partition=partition, account=account, walltime=walltime, memory=memory,
+        executor, base, partition=partition, account=account, walltime=walltime, memory=memory,
         cores=cores_per_job, jobs=jobs, sbatch=sbatch, dry_run=dry_run)
     from ..sweep.runner import check_executor_options
 
