@@ -145,9 +145,8 @@ def simulate(
             record_q,
         )
     eng.check(model, run)
-    # 0, every, 2·every, ..., steps: counted before the list is built
-    _check_record_memory(run.runs, -(-run.steps // run.record_every) + 1,
-                         model.d if record_q else 0)
+    # the records are counted before the list is built
+    _check_record_memory(run.runs, run.n_records(), model.d if record_q else 0)
     ks = run.record_steps()
     n_rec = len(ks)
     step.warn_if_not_robbins_monro()
