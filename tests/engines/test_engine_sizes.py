@@ -140,7 +140,7 @@ def test_cli_refuses_the_issue_command_with_one_line_and_exit_2(tmp_path):
     out = tmp_path / "run"
     res = subprocess.run(
         [sys.executable, "-m", "attnsignal", "run", "--engine", "chain", "--n-nuisance",
-         "10000000000", "--steps", "5", "--runs", "2", "--out", str(out), "--quiet"],
+         "10000000000", "--steps", "5", "--runs", "2", "--out", str(out)],
         capture_output=True, text=True, timeout=120)
     assert res.returncode == 2, res.stderr
     lines = res.stderr.strip().splitlines()

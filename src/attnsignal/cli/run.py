@@ -9,7 +9,8 @@ from typing import Any, Optional
 import typer
 from rich.table import Table
 
-from ..config import NotRobbinsMonroWarning
+from ..config import NotRobbinsMonroWarning, RunConfig
+from ..engines import get_engine
 from ..simulate import DivergenceWarning, simulate
 from . import app
 from ._common import build_configs, console, field_option, fmt, out, progress_bar
@@ -79,6 +80,7 @@ def run_cmd(
         record_every=record_every, initial_alignment=initial_alignment,
     )
     model, step, run = build_configs(flags, config, RUN_DEFAULTS)
+    get_engine(run["engine"]).check(model, RunConfig(**run))  # before the progress bar
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", NotRobbinsMonroWarning)
         warnings.simplefilter("always", DivergenceWarning)
