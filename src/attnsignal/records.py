@@ -104,6 +104,10 @@ def record_steps(steps: int, record_every: int | None = None, record: Any = None
     if record is None:
         every = (max(1, steps // DEFAULT_RECORDS) if record_every is None
                  else Integer(ge=1).check("record_every", record_every))
+        from .limits import check_memory  # (limits imports config, which imports this module)
+
+        count = -(-steps // every) + 1  # counted before the array is built (10^12 records)
+        check_memory("record_every", 8 * count, f"the {count} record indices", every)
         ks = np.arange(0, steps + 1, every, dtype=np.int64)
         if ks[-1] != steps:
             ks = np.append(ks, np.int64(steps))
