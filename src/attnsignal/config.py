@@ -176,7 +176,8 @@ class RunConfig(Config):
         validate_fields(self, self._table)
         if self.record is None and self.record_every is None:
             object.__setattr__(self, "record_every", max(1, self.steps // 200))
-        self.record_steps()  # a listed step beyond `steps`, or record_every with log records
+        if self.record is not None:  # (linear records are checked where they are built)
+            self.record_steps()  # a listed step beyond `steps`, or record_every with log records
 
     def record_steps(self) -> "list[int]":
         """Step indices recorded (:func:`attnsignal.records.record_steps`): 0, ..., ``steps``."""

@@ -55,7 +55,8 @@ def _check_record_memory(run: RunConfig, n_rec: int, d: int) -> None:
         field, value = "record_every", run.record_every
     else:
         field, value = "record", run.record
-    check_memory(field, 8 * run.runs * n_rec * (3 + d),
+    # 8 bytes a value, and ~48 for each record's step index (a Python int in a list)
+    check_memory(field, 8 * run.runs * n_rec * (3 + d) + 48 * n_rec,
                  f"the records ({run.runs} runs × {n_rec} records × {3 + d} float64)", value)
 
 
@@ -150,6 +151,10 @@ def simulate(
             record_q,
         )
     eng.check(model, run)
+    # linear records counted before they are built (10^12 steps recorded every step)
+    n_rec = -(-run.steps // run.record_every) + 1 if run.record is None else None
+    if n_rec is not None:
+        _check_record_memory(run, n_rec, model.d if record_q else 0)
     ks = run.record_steps()
     n_rec = len(ks)
     _check_record_memory(run, n_rec, model.d if record_q else 0)
