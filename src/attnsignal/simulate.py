@@ -151,13 +151,10 @@ def simulate(
             record_q,
         )
     eng.check(model, run)
-    # linear records counted before they are built (10^12 steps recorded every step)
-    n_rec = -(-run.steps // run.record_every) + 1 if run.record is None else None
-    if n_rec is not None:
-        _check_record_memory(run, n_rec, model.d if record_q else 0)
+    # the records are counted before the list is built
+    _check_record_memory(run, run.n_records(), model.d if record_q else 0)
     ks = run.record_steps()
     n_rec = len(ks)
-    _check_record_memory(run, n_rec, model.d if record_q else 0)
     step.warn_if_not_robbins_monro()
 
     t0 = time.perf_counter()

@@ -272,3 +272,44 @@ def test_the_validator_pieces():
     assert twice(np.int64(3)) == 6
     with pytest.raises(asg.ConfigError, match=r"^n: must be an integer >= 1; got 0$"):
         twice(0)
+
+
+# --------------------------------------------------------------------------- records
+
+
+def test_record_steps_linear_log_and_listed():
+    from attnsignal.records import n_records, record_steps
+
+    for steps in (1, 2, 7, 199, 200, 1000, 123_457, 10 ** 12):
+        for record, every in ((None, None), ("log", None), (None, max(1, steps // 3))):
+            if steps > 10 ** 7 and record is None:
+                continue
+            ks = record_steps(steps, every, record)
+            assert ks.dtype == np.int64 and ks[0] == 0 and ks[-1] == steps
+            assert np.all(np.diff(ks) > 0) and ks.size == n_records(steps, every, record)
+        log = record_steps(steps, record="log")
+        assert log.size == min(200, steps + 1)
+        if steps >= 10_000:  # evenly spaced in log k past the first, consecutive ones
+            r = np.diff(np.log(log[50:].astype(float)))
+            assert r.max() < 1.5 * r.min() + 1e-9
+    assert record_steps(10, record=[3, 5]).tolist() == [0, 3, 5, 10]
+    assert record_steps(10, 3).tolist() == [0, 3, 6, 9, 10]
+    assert n_records(10 ** 15, 1) == 10 ** 15 + 1  # counted, not built
+    asg.RunConfig(steps=10 ** 15, record_every=1)  # validated without building the records
+
+
+def test_linear_records_are_unchanged_and_a_list_or_log_records_the_same_run():
+    m, s = MODEL, asg.StepSize(**GOOD_STEP)
+    a = asg.simulate(m, s, steps=120, runs=3, engine="literal", seed=5)
+    b = asg.simulate(m, s, steps=120, runs=3, engine="literal", seed=5, record="linear")
+    c = asg.simulate(m, s, steps=120, runs=3, engine="literal", seed=5,
+                     record=a.steps.tolist())
+    np.testing.assert_array_equal(a.steps, np.arange(0, 121))
+    for r in (b, c):
+        np.testing.assert_array_equal(a.alignment, r.alignment)
+        np.testing.assert_array_equal(a.ode_time, r.ode_time)
+    lg = asg.simulate(m, s, steps=120, runs=3, engine="literal", seed=5, record="log")
+    assert lg.steps[0] == 0 and lg.steps[-1] == 120
+    np.testing.assert_array_equal(lg.alignment, a.alignment[:, lg.steps])
+    assert lg.run.record == "log" and lg.run.record_every is None
+    assert asg.RunConfig(steps=5, record="linear").record is None
