@@ -24,6 +24,9 @@ step size of a log-spaced table spanning the schedule. Then, with the control va
 
     m(z, η) = E[Δz] = η Φ'(ρ) + mean(Δz − η ḡ_e / s),      v(z, η) = Var(Δz)  (sample variance),
 
+(with the control variate's coefficient fitted by regression, which is 1 + O(η) and never does
+worse than the plain mean at large ``η``),
+
 ``Φ'`` from the exact quadrature (:mod:`.exact`). These are not truncated in ``η``: every order
 of the step is in them; the only error is Monte-Carlo: the remainder ``Δz − ηḡ_e/s`` has standard
 deviation ``O(η²/s²)``, so ``m`` has error ``O(η²/√n)`` (about ``10⁻³`` relative to the ``η²``
@@ -46,7 +49,7 @@ stationary variance. The block's transition from ``z_j`` is ``N(x, P)``, deposit
 with the hat (linear-interpolation) kernel whose own variance ``h²/6`` is subtracted first: the
 deposited law has exactly the block's mean and variance (when ``P ≥ h²/6``), so the grid adds
 no numerical diffusion and removes none. A block ends at a record, or when the variance grown
-from a node that carries mass (more than ``10⁻⁶`` of the largest) reaches ``0.05²``, so that
+from a node among those that hold 99 % of the mass reaches ``0.05²``, so that
 the drift is close to linear across each block's spread — also in the contracting region near
 the plateau, where an unlimited block would replace the skewed local law by a Gaussian.
 
@@ -89,7 +92,7 @@ from .field import dphi_interpolant
 from .reduced import reduced_chunks
 
 __all__ = ["EffectiveDynamics", "MomentTable", "OneStepMoments", "effective_dynamics",
-           "one_step_moments", "schedule_etas", "record_schedule"]
+           "moment_table", "one_step_moments", "schedule_etas", "record_schedule"]
 
 _SQRT2PI = math.sqrt(2.0 * math.pi)
 _BLOCK_SD = 0.05          # largest spread of a block from a node that carries mass (in z)
@@ -273,7 +276,7 @@ def _gradient_pool(model: ModelConfig, rhos: np.ndarray, n_samples: int, seed: i
 def _batches(pool: np.ndarray, batch: int, D: int, seed: int
              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Minibatch means ``ḡ_q, ḡ_e`` and ``||ū||²`` from the pool: batch ``i`` averages the ``B``
-    distinct draws ``π(i + j⌊n/B⌋ mod n)``; ``||Σ_b u_b/B||² = cᵀGc``, ``c_b = r_b/√G_bb`` with
+    distinct draws ``π(i + o_j mod n)``, ``o_j = j⌊φn⌋ mod n``; ``||Σ_b u_b/B||² = cᵀGc``, ``c_b = r_b/√G_bb`` with
     ``G`` a Bartlett draw of Wishart(``D``, ``I_B``) (direct directions if ``D < B``)."""
     if batch == 1:
         return pool[..., 0], pool[..., 1], pool[..., 2]
@@ -282,8 +285,12 @@ def _batches(pool: np.ndarray, batch: int, D: int, seed: int
         raise ConfigError("n_samples", f"must be >= batch = {batch}", n)
     rng = np.random.default_rng([seed, 7, batch])
     perm = rng.permutation(n)
-    off = n // batch
-    idx = perm[(np.arange(n)[:, None] + off * np.arange(batch)[None, :]) % n]  # (n, B)
+    # offsets j·⌊φ n⌋ (golden ratio): distinct partners, no short cycle (with offsets j·n/B
+    # every batch would recur B times and the n batches hold only n/B independent ones)
+    off = np.array([(j * int(0.6180339887498949 * n)) % n for j in range(batch)])
+    if np.unique(off).size < batch:
+        off = np.arange(batch)
+    idx = perm[(np.arange(n)[:, None] + off[None, :]) % n]  # (n, B)
     gq = pool[:, idx, 0].mean(axis=2)
     ge = pool[:, idx, 1].mean(axis=2)
     r = np.sqrt(pool[:, idx, 2])  # (n_rho, n, B)
@@ -305,6 +312,22 @@ def _batches(pool: np.ndarray, batch: int, D: int, seed: int
     return gq, ge, u2
 
 
+def _control_variate(y: np.ndarray, x: np.ndarray, ex: np.ndarray
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """``E[y]`` per row from draws ``y`` with the control variate ``x`` of known mean ``ex``:
+    ``mean(y − c(x − ex))`` with the regression coefficient ``c = Cov(y, x)/Var(x)`` (``c → 1``
+    as ``η → 0``, where ``y − x = O(η²)``; at large ``η`` the fitted ``c`` keeps the variance
+    below that of the plain mean). Returns the estimate and its standard error."""
+    n = y.shape[1]
+    xc = x - x.mean(axis=1, keepdims=True)
+    yc = y - y.mean(axis=1, keepdims=True)
+    vx = np.einsum("ij,ij->i", xc, xc)
+    c = np.where(vx > 0, np.einsum("ij,ij->i", xc, yc) / np.where(vx > 0, vx, 1.0), 0.0)
+    res = y - c[:, None] * x
+    est = res.mean(axis=1) + c * ex
+    return est, res.std(axis=1, ddof=1) / math.sqrt(n)
+
+
 def _step_moments(rhos: np.ndarray, dphi: np.ndarray, gq: np.ndarray, ge: np.ndarray,
                   u2: np.ndarray, eta: float, update: str) -> tuple[np.ndarray, ...]:
     """Exact update for every draw at standardised step ``eta``; moments with control variates."""
@@ -316,15 +339,11 @@ def _step_moments(rhos: np.ndarray, dphi: np.ndarray, gq: np.ndarray, ge: np.nda
     rp = np.clip(num / den, -1.0, 1.0)
     n = ge.shape[1]
     d_rho = rp - r
-    cv_rho = d_rho - eta * s * ge
-    drift_rho = eta * (1.0 - rhos ** 2) * dphi + cv_rho.mean(axis=1)
-    se_rho = cv_rho.std(axis=1, ddof=1) / math.sqrt(n)
+    drift_rho, se_rho = _control_variate(d_rho, eta * s * ge, eta * (1.0 - rhos ** 2) * dphi)
     var_rho = d_rho.var(axis=1, ddof=1)
     lim = 1.0 - 1e-16
     d_z = np.arctanh(np.clip(rp, -lim, lim)) - np.arctanh(np.clip(r, -lim, lim))
-    cv_z = d_z - eta * ge / np.maximum(s, 1e-300)
-    drift_z = eta * dphi + cv_z.mean(axis=1)
-    se_z = cv_z.std(axis=1, ddof=1) / math.sqrt(n)
+    drift_z, se_z = _control_variate(d_z, eta * ge / np.maximum(s, 1e-300), eta * dphi)
     var_z = d_z.var(axis=1, ddof=1)
     return drift_rho, var_rho, drift_z, var_z, se_rho, se_z
 
@@ -341,7 +360,8 @@ def one_step_moments(model: ModelConfig, rho: Any, eta: Any, *, batch: int = 1,
     """Mean and variance of the one-step change of ``ρ`` and of ``z = artanh ρ`` at every
     ``(ρ, η)`` (``η`` in the model's units; ``σ ≠ 1`` uses the standardised model with step
     ``σ²η``), from the exact reduced update with the control variate of DESIGN §8:
-    ``E[Δρ] = η(1 − ρ²)Φ'(ρ) + E[Δρ − η s ḡ_e]`` (``E[Δz] = ηΦ'(ρ) + E[Δz − ηḡ_e/s]``).
+    ``E[Δρ] = η(1 − ρ²)Φ'(ρ) + E[Δρ − η s ḡ_e]`` (``E[Δz] = ηΦ'(ρ) + E[Δz − ηḡ_e/s]``), the
+    coefficient of the control variate fitted by regression (:func:`_control_variate`).
 
     rho : values in (−1, 1); eta : values > 0. Raises ``ConfigError`` for bad input."""
     check_model(model)
@@ -435,6 +455,32 @@ class _Local:
         return m, mz, v
 
 
+def _eta_nodes(lo: float, hi: float) -> np.ndarray:
+    """Log-spaced table steps on ``[lo, hi]`` (ratio at most 1.25, 4 to 24 of them)."""
+    if hi / lo < 1.0 + 1e-9:
+        return np.array([lo])
+    n_eta = int(min(24, max(4, math.ceil(math.log(hi / lo) / math.log(1.25)) + 1)))
+    return np.exp(np.linspace(math.log(lo), math.log(hi), n_eta))
+
+
+def moment_table(model: ModelConfig, eta_min: float, eta_max: float, *, batch: int = 1,
+                 update: str = "projected", z_max: float | None = None, n_samples: int = 4000,
+                 seed: int = 0) -> MomentTable:
+    """The one-step moment table of ``z = artanh ρ`` for steps in ``[eta_min, eta_max]``
+    (model units), for reuse by several :func:`effective_dynamics` calls (the schedule
+    advisor). ``z_max`` defaults to 2 above the plateau of ``eta_min``."""
+    check_model(model)
+    eta_min = check_real(eta_min, "eta_min", 0.0, lo_open=True)
+    eta_max = check_real(eta_max, "eta_max", eta_min)
+    batch = check_int(batch, "batch", 1)
+    check_choice(update, "update", UPDATES)
+    s2 = model.noise_std ** 2
+    if z_max is None:
+        z_max = _z_max(model, eta_min * s2, batch, None, seed)
+    return _moment_table(model, float(z_max), _eta_nodes(eta_min * s2, eta_max * s2), batch,
+                         update, check_int(n_samples, "n_samples", 100), seed)
+
+
 def _moment_table(model: ModelConfig, z_max: float, etas_std: np.ndarray, batch: int,
                   update: str, n_samples: int, seed: int) -> MomentTable:
     n_nodes = 2 * int(math.ceil(z_max / _NODE_DZ)) + 1
@@ -491,17 +537,54 @@ def _hat_gaussian(mu: np.ndarray, var: np.ndarray, z0: float, h: float, G: int
     return idx, w
 
 
+@njit(cache=True, nogil=True)
+def _deposit_kernel(p, mu, var, z0, h, out):  # pragma: no cover
+    """``out += Σ_j p_j · hat-deposited N(mu_j, var_j − h²/6)`` (see :func:`_hat_gaussian`),
+    each node on its own window of ±5.5 standard deviations; rows normalised to 1."""
+    G = out.shape[0]
+    inv_sqrt2pi = 1.0 / math.sqrt(2.0 * math.pi)
+    for jn in range(mu.shape[0]):
+        sig = math.sqrt(max(var[jn] - h * h / 6.0, 0.0))
+        half = int(math.ceil(5.5 * sig / h)) + 2
+        c = int(round((mu[jn] - z0) / h))
+        W = 2 * half + 1
+        w = np.empty(W)
+        cm = 0.0
+        c0 = 0.0
+        tot = 0.0
+        for t in range(W + 2):
+            kn = c - half - 1 + t
+            d = mu[jn] - (z0 + kn * h)
+            if sig > 0.0:
+                u = d / sig
+                cc = sig * math.exp(-0.5 * min(u * u, 1e6)) * inv_sqrt2pi \
+                    + d * 0.5 * math.erfc(-u / math.sqrt(2.0))
+            else:
+                cc = max(d, 0.0)
+            if t >= 2:
+                wt = max((cm - 2.0 * c0 + cc) / h, 0.0)
+                w[t - 2] = wt
+                tot += wt
+            cm = c0
+            c0 = cc
+        if tot <= 0.0:
+            continue
+        scale = p[jn] / tot
+        for t in range(W):
+            kn = c - half + t
+            if kn < 0:
+                kn = 0
+            elif kn > G - 1:
+                kn = G - 1
+            out[kn] += w[t] * scale
+
+
 def _deposit(p_live: np.ndarray, mu: np.ndarray, var: np.ndarray, z0: float, h: float,
              G: int) -> np.ndarray:
-    """``Σ_j p_j N(mu_j, var_j)`` on the grid (hat kernel, :func:`_hat_gaussian`), with the
-    nodes grouped by kernel width so that narrow kernels are not padded to the widest."""
-    width = np.sqrt(np.maximum(var, 0.0)) / h
-    group = np.floor(np.log2(np.maximum(width, 1.0))).astype(np.int64)
+    """``Σ_j p_j N(mu_j, var_j)`` on the grid with the hat kernel (:func:`_hat_gaussian`)."""
     out = np.zeros(G)
-    for g in np.unique(group):
-        sel = group == g
-        idx, w = _hat_gaussian(mu[sel], var[sel], z0, h, G)
-        out += np.bincount(idx.ravel(), weights=(p_live[sel, None] * w).ravel(), minlength=G)
+    _deposit_kernel(np.ascontiguousarray(p_live), np.ascontiguousarray(mu),
+                    np.ascontiguousarray(var), float(z0), float(h), out)
     return out
 
 
@@ -519,11 +602,11 @@ def _phi12(a: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _advance_nodes(x: np.ndarray, P: np.ndarray, n: float, loc: "_Local", vscale: float
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Exponential-Euler steps of ``dx/dk = m``, ``dP/dk = 2 m_z P + v`` over ``n`` steps at one
-    ``η``; a node whose one-piece move would exceed ``_MOVE`` is split into up to 512 equal
+    ``η``; a node whose one-piece move would exceed ``_MOVE`` is split into up to 32 equal
     pieces (so a node far above the plateau follows the nonlinear drift, not its tangent)."""
     m, mz, v = loc(x)
     p1, _ = _phi12(mz, np.full(x.shape, n))
-    q = np.clip(np.ceil(np.abs(p1 * m) / _MOVE), 1, 512).astype(np.int64)
+    q = np.clip(np.ceil(np.abs(p1 * m) / _MOVE), 1, 32).astype(np.int64)
     dt = n / q
     x = x.copy()
     P = P.copy()
@@ -645,7 +728,8 @@ def effective_dynamics(model: ModelConfig, step: Any, *, steps: int,
                        update: str = "projected", record_every: int | None = None,
                        record: Any = None, seed: int = 0, n_samples: int = 4000,
                        grid_step: float | None = None,
-                       diffusion_scale: float = 1.0) -> EffectiveDynamics:
+                       diffusion_scale: float = 1.0,
+                       moments: MomentTable | None = None) -> EffectiveDynamics:
     """The law of the alignment ``ρ_k`` of SGA at finite step and dimension (module docstring).
 
     Parameters
@@ -663,6 +747,9 @@ def effective_dynamics(model: ModelConfig, step: Any, *, steps: int,
         20 001 nodes)
     diffusion_scale : multiplies the diffusion ``v`` (1: the chain's; 0: the mean-field flow
         of the initial law — a deliberately wrong law that the band tests must reject)
+    moments : a :class:`MomentTable` to reuse (built by :func:`moment_table` for this
+        ``model``, ``batch`` and ``update`` over a step range that covers the schedule's);
+        the grid then spans the table's ``z`` range
 
     Returns
     -------
@@ -697,7 +784,10 @@ def effective_dynamics(model: ModelConfig, step: Any, *, steps: int,
     z_start = None
     if initial_alignment is not None:
         z_start = float(np.arctanh(np.clip(initial_alignment, -1 + 1e-12, 1 - 1e-12)))
-    z_max = _z_max(model, float(eta_std.min()), batch, z_start, seed)
+    if moments is None:
+        z_max = _z_max(model, float(eta_std.min()), batch, z_start, seed)
+    else:
+        z_max = float(moments.z_nodes[-1])
     if grid_step is None:
         h = min(0.01, 0.1 / math.sqrt(d))
     else:
@@ -714,13 +804,12 @@ def effective_dynamics(model: ModelConfig, step: Any, *, steps: int,
                           f"{_MAX_LAW} doubles; record fewer steps", ks_rec.size)
 
     # ---- moments
-    lo, hi = float(eta_std.min()), float(eta_std.max())
-    if hi / lo < 1.0 + 1e-9:
-        table_etas = np.array([lo])
+    if moments is None:
+        table = _moment_table(model, z_max, _eta_nodes(float(eta_std.min()),
+                                                       float(eta_std.max())),
+                              batch, update, n_samples, seed)
     else:
-        n_eta = int(min(24, max(4, math.ceil(math.log(hi / lo) / math.log(1.25)) + 1)))
-        table_etas = np.exp(np.linspace(math.log(lo), math.log(hi), n_eta))
-    table = _moment_table(model, z_max, table_etas, batch, update, n_samples, seed)
+        table = moments
     t1 = time.perf_counter()
 
     # ---- initial law
@@ -752,13 +841,22 @@ def effective_dynamics(model: ModelConfig, step: Any, *, steps: int,
         live = np.nonzero(p > 1e-14 * p.max())[0]
         x = z[live].copy()
         P = np.zeros(live.size)
-        heavy = p[live] > 1e-6 * p.max()
+        # the nodes that hold 99 % of the mass set the block length (the far tails, where one
+        # step may throw a node back to the plateau, would force one-step blocks)
+        order = np.argsort(p[live])[::-1]
+        n_core = int(np.searchsorted(np.cumsum(p[live][order]), 0.99)) + 1
+        heavy = np.zeros(live.size, dtype=bool)
+        heavy[order[:n_core]] = True
         while k < k_rec:
             # sub-block: η changes by at most 1 %
             k_end = int(np.searchsorted(var_cum, var_cum[k] + _ETA_CHANGE, side="right")) - 1
             k_end = min(max(k_end, k + 1), k_rec)
-            n = k_end - k
             loc = table.at(float(np.mean(eta_std[k:k_end])))
+            # ... and the spread added from a node that carries mass stays below the limit
+            v_heavy = float(np.max(loc(x[heavy])[2], initial=0.0)) * diffusion_scale
+            if v_heavy > 0:
+                k_end = min(k_end, k + max(1, int(_BLOCK_SD ** 2 / v_heavy)))
+            n = k_end - k
             x, P, mz = _advance_nodes(x, P, float(n), loc, diffusion_scale)
             x = np.clip(x, z0, -z0)
             k = k_end
