@@ -1,4 +1,4 @@
-"""Speed of the three engines at one configuration, ratios measured in one run.
+"""Speed of every registered engine at one configuration, ratios measured in one run.
 
     python benchmarks/bench_engines.py            # reference configuration, ~1 minute
     python benchmarks/bench_engines.py --quick    # a few seconds, noisier

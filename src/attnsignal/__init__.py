@@ -44,6 +44,7 @@ def __getattr__(name: str):
         "sweep_status": "sweep",
         "Plan": "reproduce",
         "check_claims": "claims", "Tolerances": "claims",
+        "baseline": "baselines", "baseline_theory": "baselines", "efficiency": "baselines",
     }
     if name in lazy:
         mod = importlib.import_module(f".{lazy[name]}", __name__)

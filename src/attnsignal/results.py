@@ -1,34 +1,26 @@
-"""The ``Result`` of a simulation: arrays, configs, a tidy frame, Parquet + JSON manifest I/O.
+"""The ``Result`` of a simulation: arrays, configs and a tidy frame.
 
-On disk a result is a directory::
-
-    result.parquet    tidy frame (one row per run × record)
-    manifest.json     configs, seed, engine, update, package version, timings, RM flag, ...
-    q_final.npy       (optional) final unit queries, runs × d
-    q_records.npy     (optional) queries at the record points, runs × records × d
-
-Every file is written to a temporary name in the same directory, flushed, fsynced and renamed
-(atomic on POSIX); the manifest is written last and is the commit marker: a directory without
-a manifest is not a result.
+The data object only; its files (Parquet frame + JSON manifest, written as one atomic unit)
+are :mod:`attnsignal.persistence`. ``atomic_write`` is re-exported here for old callers.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from .config import ModelConfig, RunConfig, StepSize
+from .config import ConfigError, ModelConfig, RunConfig, StepSize
+from .persistence import ResultFileError, atomic_write, read_result_files, write_result_files
 
 __all__ = ["Result", "atomic_write", "FRAME_COLUMNS"]
 
 FRAME_COLUMNS = [
+    "method",
     "run",
     "step",
     "ode_time",
@@ -38,31 +30,6 @@ FRAME_COLUMNS = [
     "max_nuisance_weight",
     "diverged",
 ]
-
-
-def atomic_write(path: str | os.PathLike, write: Callable[[str], None]) -> None:
-    """Call ``write(tmp_path)`` then fsync and rename ``tmp_path`` onto ``path``."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        write(tmp)
-        with open(tmp, "rb+") as fh:
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    try:  # make the rename durable
-        dfd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
-    except OSError:
-        pass
 
 
 @dataclass
@@ -79,10 +46,13 @@ class Result:
     run_ids : (runs,) global run indices (``first_run`` ...)
     q_final : (runs, d) final unit queries (vector engines), else None
     q_records : (runs, records, d) queries at the records when asked for, else None
+    schedule : the step-size schedule ``η_k`` (``Result.step`` is an old name for it)
+    method : ``"sga"`` (attention's stochastic gradient ascent) or the baseline estimator
+        (``"mean"``, ``"pca"``, ``"oja"``, ``"oracle"``, see :func:`attnsignal.baseline`)
     """
 
     model: ModelConfig
-    step: StepSize
+    schedule: StepSize
     run: RunConfig
     steps: np.ndarray
     ode_time: np.ndarray
@@ -96,8 +66,15 @@ class Result:
     q_records: np.ndarray | None = None
     timings: dict[str, float] = field(default_factory=dict)
     version: str = ""
+    method: str = "sga"
 
     # -------------------------------------------------------------- convenience
+    @property
+    def step(self) -> StepSize:
+        """The step-size schedule (old name of :attr:`schedule`; not to be confused with
+        :attr:`steps`, the step index of each record)."""
+        return self.schedule
+
     @property
     def seed(self) -> int:
         return self.run.seed
@@ -112,7 +89,7 @@ class Result:
 
     @property
     def robbins_monro(self) -> bool:
-        return self.step.robbins_monro
+        return self.schedule.robbins_monro
 
     @property
     def final_alignment(self) -> np.ndarray:
@@ -121,11 +98,14 @@ class Result:
 
     @property
     def q(self) -> np.ndarray:
-        """Final queries. The chain engine has none and raises ``AttributeError``."""
+        """Final queries; ``AttributeError`` for an engine without a query vector
+        (``capabilities.has_query`` False, e.g. the chain)."""
         if self.q_final is None:
+            from .engines import engines_with
+
             raise AttributeError(
-                f"the {self.engine!r} engine does not form the query vector q; use "
-                "engine='projected' (exact in law, O(L + d)) or 'literal' to get q"
+                f"the {self.engine!r} engine does not form the query vector q; use one of "
+                + ", ".join(map(repr, engines_with(has_query=True))) + " to get q"
             )
         return self.q_final
 
@@ -150,6 +130,7 @@ class Result:
         runs, recs = self.alignment.shape
         return pd.DataFrame(
             {
+                "method": [self.method] * (runs * recs),
                 "run": np.repeat(self.run_ids.astype(np.int64), recs),
                 "step": np.tile(self.steps.astype(np.int64), runs),
                 "ode_time": np.tile(self.ode_time, runs),
@@ -165,14 +146,15 @@ class Result:
         return {
             "format": "attnsignal.result/1",
             "version": self.version,
+            "method": self.method,
             "model": self.model.to_dict(),
-            "step": self.step.to_dict(),
+            "step": self.schedule.to_dict(),
             "run": self.run.to_dict(),
             "seed": self.run.seed,
             "engine": self.run.engine,
             "update": self.run.update,
-            "robbins_monro": self.step.robbins_monro,
-            "schedule": self.step.describe(),
+            "robbins_monro": self.schedule.robbins_monro,
+            "schedule": self.schedule.describe(),
             "timings": self.timings,
             "run_ids": [int(r) for r in self.run_ids],
             "diverged_step": [int(s) for s in self.diverged_step],
@@ -182,17 +164,14 @@ class Result:
 
     # -------------------------------------------------------------- I/O
     def save(self, path: str | os.PathLike) -> Path:
-        """Write the result directory atomically (file by file, manifest last)."""
-        path = Path(path)
-        path.mkdir(parents=True, exist_ok=True)
-        frame = self.to_frame()
-        atomic_write(path / "result.parquet", lambda p: frame.to_parquet(p, index=False))
-        for name, arr in (("q_final", self.q_final), ("q_records", self.q_records)):
-            if arr is not None:
-                atomic_write(path / f"{name}.npy", lambda p, a=arr: _save_npy(p, a))
-        text = json.dumps(self.manifest(), indent=2, sort_keys=True)
-        atomic_write(path / "manifest.json", lambda p: Path(p).write_text(text + "\n"))
-        return path
+        """Write the result directory ``path`` as one atomic unit: killed at any moment, the
+        directory holds the previous result or this one, never a mixture; temporaries of an
+        earlier killed save are removed (layout: :mod:`attnsignal.persistence`).
+
+        Raises ``ConfigError`` when ``path`` cannot be a writable directory (a file, read-only,
+        a name too long; checked before anything is written)."""
+        arrays = {"q_final": self.q_final, "q_records": self.q_records}
+        return write_result_files(path, self.manifest(), self.to_frame(), arrays)
 
     @classmethod
     def from_frame(
@@ -215,32 +194,55 @@ class Result:
             return frame[col].to_numpy().reshape(runs, recs)
 
         align = grid("alignment")
+        method = str(frame["method"].iloc[0]) if "method" in frame and len(frame) else "sga"
         diverged = grid("diverged")[:, 0].astype(bool)
         dstep = np.full(runs, -1, dtype=np.int64)
         for i in np.flatnonzero(diverged):
             bad = np.flatnonzero(~np.isfinite(align[i]))
             dstep[i] = int(steps[bad[0]]) if bad.size else -1
         return cls(
-            model=model, step=step, run=run.replace(runs=int(runs)),
+            model=model, schedule=step, run=run.replace(runs=int(runs)),
             steps=steps.astype(np.int64), ode_time=grid("ode_time")[0].copy(),
             alignment=align, informative_mass=grid("informative_mass"),
             max_nuisance_weight=grid("max_nuisance_weight"), diverged=diverged,
             diverged_step=dstep, run_ids=run_ids.astype(np.int64), version=version,
+            method=method,
         )
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "Result":
-        """Read a directory written by :meth:`save`; the round trip is exact."""
-        path = Path(path)
-        mpath = path / "manifest.json"
-        if not mpath.exists():
-            raise FileNotFoundError(f"{path}: no manifest.json — not a complete result directory")
-        man = json.loads(mpath.read_text())
-        frame = pd.read_parquet(path / "result.parquet")
-        run_ids = np.asarray(man["run_ids"], dtype=np.int64)
+        """Read a directory written by :meth:`save`; the round trip is exact.
+
+        Checks the manifest's format, every data file's checksum and that the frame holds
+        exactly the runs and records the manifest names. Raises ``ResultMissingError`` (also a
+        ``FileNotFoundError``) without a manifest, else ``ResultFileError`` (a ``ConfigError``)
+        with one line naming the damaged file."""
+        man, mpath, frame, arrays = read_result_files(path)
+        for key in ("model", "step", "run", "run_ids", "diverged_step"):
+            if key not in man:
+                raise ResultFileError(mpath, f"manifest lacks the key {key!r}")
+        try:
+            model = ModelConfig.from_dict(man["model"])
+            step = _schedule_from_dict(man["step"])
+            run = RunConfig.from_dict(man["run"])
+            run_ids = np.asarray(man["run_ids"], dtype=np.int64).reshape(-1)
+            dstep = np.asarray(man["diverged_step"], dtype=np.int64).reshape(-1)
+        except (ConfigError, TypeError, ValueError, AttributeError) as exc:
+            raise ResultFileError(mpath, f"manifest holds an invalid entry ({exc})") from None
+        fpath = Path(path) / (man.get("files", {}).get("frame", {}).get("name", "result.parquet"))
+        missing = [c for c in FRAME_COLUMNS if c not in frame.columns]
+        if missing:
+            raise ResultFileError(fpath, f"frame lacks the columns {missing}")
         frame = frame.sort_values(["run", "step"], kind="stable")
         steps = np.unique(frame["step"].to_numpy())
         runs, recs = run_ids.size, steps.size
+        found = np.unique(frame["run"].to_numpy())
+        if (len(frame) != runs * recs or dstep.size != runs
+                or not np.array_equal(found, np.sort(run_ids))):
+            raise ResultFileError(
+                fpath, f"frame must hold each of the manifest's {runs} runs at each of its "
+                       f"{recs} records exactly once; found {len(frame)} rows of runs "
+                       f"{found[:5].tolist()}{'…' if found.size > 5 else ''}")
 
         def grid(col: str) -> np.ndarray:
             return frame[col].to_numpy().reshape(runs, recs)
@@ -250,24 +252,29 @@ class Result:
             return grid(col)[order]
 
         return cls(
-            model=ModelConfig.from_dict(man["model"]),
-            step=StepSize.from_dict(man["step"]),
-            run=RunConfig.from_dict(man["run"]),
+            model=model,
+            schedule=step,
+            run=run,
             steps=steps.astype(np.int64),
             ode_time=grid("ode_time")[0].copy(),
             alignment=arr("alignment"),
             informative_mass=arr("informative_mass"),
             max_nuisance_weight=arr("max_nuisance_weight"),
             diverged=arr("diverged")[:, 0].astype(bool),
-            diverged_step=np.asarray(man["diverged_step"], dtype=np.int64),
+            diverged_step=dstep,
             run_ids=run_ids,
-            q_final=np.load(path / "q_final.npy") if man.get("has_q_final") else None,
-            q_records=np.load(path / "q_records.npy") if man.get("has_q_records") else None,
+            q_final=arrays["q_final"],
+            q_records=arrays["q_records"],
             timings=dict(man.get("timings", {})),
             version=man.get("version", ""),
+            method=str(man.get("method", "sga")),  # manifests before baselines: attention
         )
 
 
-def _save_npy(p: str, a: np.ndarray) -> None:
-    with open(p, "wb") as fh:
-        np.save(fh, a)
+def _schedule_from_dict(d: Any) -> StepSize:
+    """The step-size schedule of a manifest (any schedule family once there are several)."""
+    try:
+        from .schedules import schedule_from_dict  # type: ignore[attr-defined]
+    except ImportError:
+        return StepSize.from_dict(d)
+    return schedule_from_dict(d)

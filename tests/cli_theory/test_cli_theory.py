@@ -132,7 +132,7 @@ def test_ode_compare_overlays_a_chain_simulation(tmp_path, capsys):
                "--seed", "3", "--out", str(out), "--quiet"])
     text = capsys.readouterr().out
     assert rc == 0
-    for name in ("ode.png", "ode.pdf", "compare.parquet", "simulation/result.parquet"):
+    for name in ("ode.png", "ode.pdf", "compare.parquet", "simulation/manifest.json"):
         assert (out / name).stat().st_size > 1000, name
     res = Result.load(out / "simulation")
     assert res.engine == "chain" and res.alignment.shape[0] == 6

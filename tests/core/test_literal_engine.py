@@ -5,7 +5,7 @@ import pytest
 from scipy import stats
 
 import attnsignal as asg
-from attnsignal.engines import literal
+from attnsignal.engines import get_engine
 from attnsignal.engines.base import run_seeds
 
 
@@ -122,6 +122,7 @@ def test_records_steps_ode_time_and_metrics():
 def test_a_diverging_run_is_flagged_and_the_others_go_on():
     model = asg.ModelConfig(d=4, n_informative=1, n_nuisance=2, theta=1.0)
     run = asg.RunConfig(steps=3, runs=3)
+    literal = get_engine("literal")
     state = literal.init(model, run, run_seeds(0, 3))
     q = state.q.copy()
     q[1] = np.inf

@@ -82,7 +82,8 @@ def test_cli_run_end_to_end(tmp_path, capsys):
     assert rc == 0
     text = capsys.readouterr().out
     assert "final |ρ|" in text and "at +ξ" in text
-    for name in ("result.parquet", "manifest.json", "alignment.png", "alignment.pdf"):
+    frame_file = json.loads((out / "manifest.json").read_text())["files"]["frame"]["name"]
+    for name in (frame_file, "manifest.json", "alignment.png", "alignment.pdf"):
         assert (out / name).stat().st_size > 0
     r = asg.Result.load(out)
     assert r.alignment.shape == (5, 11)

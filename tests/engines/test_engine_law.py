@@ -13,7 +13,9 @@ import pytest
 from scipy import stats
 
 import attnsignal as asg
-from attnsignal.engines import _kernel, chain, projected
+from kernel_probes import BrokenChain, BrokenProjected
+
+from attnsignal.engines import _kernel, registry
 
 RUNS = 4000
 STEPS = 3
@@ -86,8 +88,8 @@ def test_projected_matches_literal_in_law(name):
 @pytest.mark.parametrize("name", ["fixed-start", "B3-beta2-riemannian"])
 def test_law_test_rejects_broken_variants(monkeypatch, engine, variant, name):
     """Dropping ||v_⊥||²χ' (chain) / ν (projected), or using D = d − 1, is detected."""
-    mod = {"chain": chain, "projected": projected}[engine]
-    monkeypatch.setattr(mod, "_VARIANT", variant)
+    broken = {"chain": BrokenChain, "projected": BrokenProjected}[engine](variant)
+    monkeypatch.setitem(registry._ENGINES, engine, broken)  # this test only
     res = _sim(CASES[name], engine, seed=4000 + 10 * variant)
     assert _ks(res.final_alignment, _literal(name).final_alignment) < P_MIN
 

@@ -124,6 +124,47 @@ def test_a_lost_manifest_is_rebuilt_and_shards_recovered_from_sidecars(tmp_path,
     pd.testing.assert_frame_equal(load_sweep(out), tiny_reference, check_exact=True)
 
 
+def test_a_shard_filed_under_another_points_name_is_detected_and_recomputed(tmp_path,
+                                                                           tiny_reference):
+    """Issue 15.7: a valid shard of point 3 (with its own, matching sidecar) copied over the
+    shard of point 0 with the same run range, after sweep.json is deleted, is not recovered
+    under the wrong name: it is found misfiled, recomputed, and the frame is the reference."""
+    out = tmp_path / "s"
+    assert run_sweep(TINY, out, executor="serial", chunk_runs=2, progress=False).ok
+    man = json.loads((out / "sweep.json").read_text())
+    by = {(e["point"], e["first_run"]): out / e["file"] for e in man["shards"]}
+    victim, donor = by[(0, 0)], by[(3, 0)]
+    for suffix in ("", ".sha256"):
+        Path(str(victim) + suffix).write_bytes(Path(str(donor) + suffix).read_bytes())
+    (out / "sweep.json").unlink()
+
+    report = run_sweep(TINY, out, executor="serial", chunk_runs=2, progress=False)
+    assert report.ok and report.corrupt == 1 and report.computed == 1
+    assert report.recovered == 7
+    frame = load_sweep(out)
+    assert not frame.duplicated(["point", "run", "step"]).any()
+    pd.testing.assert_frame_equal(frame, tiny_reference, check_exact=True)
+
+
+def test_load_sweep_refuses_a_misfiled_shard_that_the_manifest_trusts(tmp_path):
+    """The same copy with the manifest kept and its checksum updated: status says corrupt
+    (misfiled) and load_sweep refuses rather than label point 3's rows point 0."""
+    out = tmp_path / "s"
+    assert run_sweep(TINY, out, executor="serial", chunk_runs=2, progress=False).ok
+    man = json.loads((out / "sweep.json").read_text())
+    by = {(e["point"], e["first_run"]): e for e in man["shards"]}
+    victim, donor = by[(0, 2)], by[(3, 2)]
+    for suffix in ("", ".sha256"):
+        (out / (victim["file"] + suffix)).write_bytes((out / (donor["file"] + suffix)).read_bytes())
+    victim["sha256"] = donor["sha256"]
+    (out / "sweep.json").write_text(json.dumps(man))
+    st = sweep_status(out)
+    assert [s.file for s in st.corrupt] == [victim["file"]]
+    assert "misfiled" in st.corrupt[0].detail and "point 3" in st.corrupt[0].detail
+    with pytest.raises(SweepStoreError, match="1 corrupt"):
+        load_sweep(out)
+
+
 def test_a_manifest_that_lost_checksums_recovers_them(tmp_path, tiny_reference):
     out = tmp_path / "s"
     assert run_sweep(TINY, out, executor="serial", chunk_runs=2, progress=False).ok

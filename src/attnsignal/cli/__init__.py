@@ -48,7 +48,7 @@ class UsageFailure(Exception):
 
 def _register() -> None:
     from . import run  # noqa: F401
-    for name in ("theory", "sweep", "reproduce", "bench"):
+    for name in ("theory", "sweep", "reproduce", "bench", "baseline"):
         try:
             __import__(f"{__name__}.{name}")
         except ModuleNotFoundError as exc:  # a command module not present in this build
@@ -56,11 +56,31 @@ def _register() -> None:
                 raise
 
 
+#: Options whose value is a path: an empty value is refused before click sees it.
+PATH_OPTIONS = ("--out", "--config")
+
+
+def _empty_path_option(args: list[str]) -> str | None:
+    """The first path option given an empty value (``--out ''`` or ``--out=``), or None."""
+    for i, a in enumerate(args):
+        if a == "--":
+            break
+        if a in PATH_OPTIONS and i + 1 < len(args) and args[i + 1] == "":
+            return a.lstrip("-")
+        if a.endswith("=") and a[:-1] in PATH_OPTIONS:
+            return a[:-1].lstrip("-")
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the app, turning bad input into one line and exit status 2."""
     _register()
     cmd = typer.main.get_command(app)
     args = sys.argv[1:] if argv is None else list(argv)
+    empty = _empty_path_option(args)
+    if empty is not None:  # click turns '' into Path('') == '.', the current directory
+        print(f"attnsignal: error: {empty}: must name a path; got ''", file=sys.stderr)
+        return 2
     try:
         rv = cmd.main(args=args, prog_name="attnsignal", standalone_mode=False)
     except typer.Exit as exc:

@@ -10,6 +10,7 @@ from rich.table import Table
 
 from ..config import ConfigError
 from . import app
+from . import _slurm as slurm_flags
 from ._common import console, out
 
 
@@ -17,11 +18,20 @@ from ._common import console, out
 def reproduce_cmd(
     quick: bool = typer.Option(False, "--quick", help="fewer runs and steps (≤ 90 s on 2 cores); every section, looser stated tolerances"),
     out_dir: Path = typer.Option(Path("reproduction"), "--out", help="output directory (report.md, report.html, figures/, data/)"),
-    executor: str = typer.Option("local", "--executor", help="'local' (process pool) or 'dask'"),
+    executor: str = typer.Option("local", "--executor", help="'local' (process pool), 'dask' or 'slurm' (Slurm jobs via dask-jobqueue)"),
     scheduler: Optional[str] = typer.Option(None, "--scheduler", help="address of a running Dask scheduler (with --executor dask)"),
     workers: Optional[int] = typer.Option(None, "--workers", help="worker processes (default: the number of CPU cores)"),
     seed: int = typer.Option(2606, "--seed", help="root seed of every experiment"),
     quiet: bool = typer.Option(False, "--quiet", help="no progress bars"),
+    partition: Optional[str] = slurm_flags.PARTITION,
+    account: Optional[str] = slurm_flags.ACCOUNT,
+    walltime: Optional[str] = slurm_flags.WALLTIME,
+    memory: Optional[str] = slurm_flags.MEMORY,
+    cores_per_job: Optional[int] = slurm_flags.CORES,
+    jobs: Optional[int] = slurm_flags.JOBS,
+    sbatch: Optional[list[str]] = slurm_flags.SBATCH,
+    slurm_config: Optional[Path] = slurm_flags.CONFIG,
+    dry_run: bool = slurm_flags.DRY_RUN,
 ) -> None:
     """Reproduce the paper: E1 headline, E2 robustness grid, E3 attention filtering,
     E4 landscape, E5 ODE tracking, and a claims table (PASS / FAIL / "holds only when …").
@@ -32,13 +42,41 @@ def reproduce_cmd(
     from ..claims import CLAIMS_HEADER, claims_table_rows
     from ..reproduce import Plan, reproduce
 
-    if executor not in ("local", "dask"):
-        raise ConfigError("executor", "must be one of 'local', 'dask'", executor)
+    from ..paths import check_output_dir
+
+    if executor not in ("local", "dask", "slurm"):
+        raise ConfigError("executor", "must be one of 'local', 'dask', 'slurm'", executor)
     if seed < 0:
         raise ConfigError("seed", "must be an integer >= 0", seed)
+    if slurm_config is not None and executor != "slurm":
+        raise ConfigError("--slurm-config", "only with --executor slurm", str(slurm_config))
+    base = slurm_flags.options_file(slurm_config) if slurm_config is not None else None
+    slurm = slurm_flags.slurm_options(
+        executor, base, partition=partition, account=account, walltime=walltime, memory=memory,
+        cores=cores_per_job, jobs=jobs, sbatch=sbatch, dry_run=dry_run)
+    if slurm is not None:
+        from ..sweep.runner import check_executor_options
+        from ..sweep.slurm import slurm_job_script
+
+        check_executor_options(executor, scheduler, workers)
+        if dry_run:
+            out.print(slurm_job_script(slurm), markup=False, highlight=False, soft_wrap=True)
+            return
+    check_output_dir(out_dir, "out")  # a file, read-only, too long...: before any work
     plan = Plan.quick_plan(seed) if quick else Plan.full(seed)
-    res = reproduce(out_dir, plan=plan, executor=executor, scheduler=scheduler, workers=workers,
-                    progress=not quiet, log=(lambda s: None) if quiet else console.print)
+
+    def run(executor: str, scheduler: str | None):
+        return reproduce(out_dir, plan=plan, executor=executor, scheduler=scheduler,
+                         workers=workers, progress=not quiet,
+                         log=(lambda s: None) if quiet else console.print)
+
+    if slurm is None:
+        res = run(executor, scheduler)
+    else:  # one set of Slurm jobs for every experiment: their sweeps use its scheduler
+        from ..sweep.slurm import slurm_cluster
+
+        with slurm_cluster(slurm) as cluster:
+            res = run("dask", cluster.scheduler_address)
     table = Table(title=f"claims ({'quick' if quick else 'full'} mode)", show_lines=True)
     for col in CLAIMS_HEADER:
         table.add_column(col, overflow="fold")

@@ -70,7 +70,7 @@ def run_cmd(
     """Simulate projected stochastic gradient ascent of E‖f_q(X)‖² on the sphere.
 
     Prints a summary (mean ± sd of final |ρ|, fraction of runs at +ξ, mean informative mass)
-    and writes OUT/result.parquet, OUT/manifest.json and OUT/alignment.{png,pdf}.
+    and writes the result (OUT/manifest.json naming OUT/result.<hash>.parquet) and OUT/alignment.{png,pdf}.
     """
     flags = dict(
         d=d, n_informative=n_informative, n_nuisance=n_nuisance, theta=theta, beta=beta,

@@ -17,13 +17,16 @@ from rich.table import Table
 
 from ..config import NotRobbinsMonroWarning
 from . import UsageFailure, app
+from . import _slurm as slurm_flags
 from ._common import console, out
 
 _HELP = """Run a sweep over a grid of configurations, or report on one.
 
 \b
-attnsignal sweep SPEC --out DIR [--executor local|dask]
+attnsignal sweep SPEC --out DIR [--executor local|dask|slurm]
     [--scheduler ADDRESS] [--workers N] [--chunk-runs K]
+    [--partition P --account A --walltime T --memory M
+     --cores-per-job C --jobs J --sbatch OPT --dry-run]
   Run (or resume) the sweep described by the TOML file SPEC into DIR.
   Tasks are (grid point, chunk of runs); each writes one checksummed
   Parquet shard. Re-running the same command skips finished shards and
@@ -40,7 +43,10 @@ SPEC tables: \\[sweep] steps, runs, batch, engine, update, seed,
   record_every, initial_alignment; \\[model] d, n_informative,
   n_nuisance, theta, beta, noise_std, signal_sign; \\[step] eta0, k0,
   power; \\[grid] axes naming any of those fields, e.g.
-  "model.theta" = \\[0.5, 1.0] — the product of the axes is swept.
+  "model.theta" = \\[0.5, 1.0] — the product of the axes is swept;
+  \\[slurm] partition, account, walltime, memory, cores, jobs, sbatch,
+  prologue, interface, log_directory, python (for --executor slurm;
+  the Slurm flags override it; --dry-run prints the job script).
 """
 
 
@@ -53,8 +59,9 @@ def sweep_cmd(
     out_dir: Optional[Path] = typer.Option(None, "--out", help="sweep directory (created; "
                                            "on a file system every worker sees at this path)"),
     executor: str = typer.Option("local", "--executor",
-                                 help="'local' (process pool here), 'dask', or 'serial' (in this "
-                                 "process, for debugging)"),
+                                 help="'local' (process pool here), 'dask', 'slurm' (Slurm jobs "
+                                 "via dask-jobqueue), or 'serial' (in this process, for "
+                                 "debugging)"),
     scheduler: Optional[str] = typer.Option(None, "--scheduler", help="address of a running "
                                             "Dask scheduler, e.g. tcp://10.0.0.5:8786 (with "
                                             "--executor dask; default: a LocalCluster)"),
@@ -67,13 +74,24 @@ def sweep_cmd(
                                 "restarts of a broken local pool"),
     quiet: bool = typer.Option(False, "--quiet", help="no progress bar"),
     as_json: bool = typer.Option(False, "--json", help="status: print JSON"),
+    partition: Optional[str] = slurm_flags.PARTITION,
+    account: Optional[str] = slurm_flags.ACCOUNT,
+    walltime: Optional[str] = slurm_flags.WALLTIME,
+    memory: Optional[str] = slurm_flags.MEMORY,
+    cores_per_job: Optional[int] = slurm_flags.CORES,
+    jobs: Optional[int] = slurm_flags.JOBS,
+    sbatch: Optional[list[str]] = slurm_flags.SBATCH,
+    dry_run: bool = slurm_flags.DRY_RUN,
 ) -> None:
+    flags = dict(partition=partition, account=account, walltime=walltime, memory=memory,
+                 cores=cores_per_job, jobs=jobs, sbatch=sbatch, dry_run=dry_run)
     if spec == "status":
         given = {"--out": out_dir, "--scheduler": scheduler, "--workers": workers,
                  "--chunk-runs": chunk_runs}
         extra = [k for k, v in given.items() if v is not None]
         if executor != "local":
             extra.append("--executor")
+        extra += [f"--{k.replace('_', '-')}" for k, v in flags.items() if v]
         if extra:
             raise UsageFailure(f"{extra[0]}: not an option of 'sweep status DIR'; got it")
         if directory is None:
@@ -82,25 +100,35 @@ def sweep_cmd(
     if directory is not None:
         raise UsageFailure(f"DIR: only 'sweep status DIR' takes a directory; use --out; got "
                            f"{str(directory)!r}")
-    if out_dir is None:
-        raise UsageFailure("--out: required (the sweep directory); got nothing")
     if as_json:
         raise UsageFailure("--json: only with 'sweep status DIR'; got it")
+    if out_dir is None and not dry_run:
+        raise UsageFailure("--out: required (the sweep directory); got nothing")
     raise typer.Exit(_run(Path(spec), out_dir, executor, scheduler, workers, chunk_runs,
-                          retries, quiet))
+                          retries, quiet, flags))
 
 
-def _run(spec_path: Path, out_dir: Path, executor: str, scheduler: str | None,
-         workers: int | None, chunk_runs: int | None, retries: int, quiet: bool) -> int:
+def _run(spec_path: Path, out_dir: Path | None, executor: str, scheduler: str | None,
+         workers: int | None, chunk_runs: int | None, retries: int, quiet: bool,
+         flags: dict) -> int:
     from ..sweep import SweepSpec, SweepStoreError, run_sweep
+    from ..sweep.runner import check_executor_options
 
     spec = SweepSpec.from_toml(spec_path)  # ConfigError → one line, exit 2, nothing written
+    check_executor_options(executor, scheduler, workers, chunk_runs, retries)
+    slurm = slurm_flags.slurm_options(executor, spec.slurm_options(), **flags)
+    if flags["dry_run"]:
+        from ..sweep.slurm import slurm_job_script
+
+        out.print(slurm_job_script(slurm), markup=False, highlight=False, soft_wrap=True)
+        return 0
+    assert out_dir is not None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", NotRobbinsMonroWarning)
         try:
             report = run_sweep(spec, out_dir, executor=executor, scheduler=scheduler,
                                workers=workers, chunk_runs=chunk_runs, progress=not quiet,
-                               retries=retries)
+                               retries=retries, slurm=slurm)
         except SweepStoreError as exc:
             raise UsageFailure(str(exc)) from None
     for w in caught:

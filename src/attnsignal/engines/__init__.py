@@ -1,24 +1,35 @@
-"""Simulation engines. Each is a module with ``init`` and ``advance`` (see :mod:`.base`).
+"""Simulation engines, one per module, all behind the :class:`Engine` interface (:mod:`.base`)
+and listed in one registry (:mod:`.registry`).
 
 - ``literal``: materialised tokens, ``O(B L d)`` per update — the reference.
 - ``projected``: the full query vector at ``O(B (L + d))`` per update, exactly the law of the
   literal algorithm (DESIGN §2.2).
 - ``chain``: the alignment Markov chain, ``O(B L)`` per update, ``d`` only a degree of freedom
-  (DESIGN §2.1). It has no query vector.
+  (DESIGN §2.1). It has no query vector (``capabilities.has_query`` is False).
+
+Importing this package does not import numba: the compiled kernels load on an engine's first
+``init``/``advance``.
 """
 
 from __future__ import annotations
 
-import importlib
-from types import ModuleType
+from .base import Capabilities, Engine, EngineState, StepStats
+from .chain import ChainEngine
+from .literal import LiteralEngine
+from .projected import ProjectedEngine
+from .registry import engine_names, engines_with, get_engine, register
 
-from ..config import ENGINES, ConfigError
+__all__ = [
+    "Engine",
+    "Capabilities",
+    "EngineState",
+    "StepStats",
+    "get_engine",
+    "engine_names",
+    "engines_with",
+    "register",
+]
 
-__all__ = ["get_engine", "ENGINES"]
-
-
-def get_engine(name: str) -> ModuleType:
-    """The engine module called ``name`` (one of ``ENGINES``)."""
-    if name not in ENGINES:
-        raise ConfigError("engine", "must be one of " + ", ".join(map(repr, ENGINES)), name)
-    return importlib.import_module(f"{__name__}.{name}")
+register(LiteralEngine())
+register(ProjectedEngine())
+register(ChainEngine())

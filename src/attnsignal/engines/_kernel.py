@@ -1,10 +1,19 @@
 """Compiled core of the exact engines: random streams, the shared reduced-coordinate kernel,
 and the two parallel drivers (the chain, DESIGN §2.1, and the projected engine, §2.2).
 
-Everything compiled lives in this one file on purpose: numba's on-disk cache (``cache=True``)
-is invalidated by the modification time of the file that defines a function, not of the
-files it calls, so keeping every jitted function here means an edit anywhere in the compiled
-code can never be served a stale cache.
+Why every jitted function lives in this one file: numba's on-disk cache (``cache=True``) is
+invalidated by the modification time of the file that defines a function, not of the files
+whose functions it calls (nor of the globals it reads), so a kernel split over several files
+could be served a stale cache after an edit to one of its callees. One file means an edit
+anywhere in the compiled code recompiles everything that depends on it. For the same reason the
+test-side probes of these functions (``tests/engines/kernel_probes.py``) are compiled without
+the cache.
+
+Interface: the drivers :func:`chain_advance` and :func:`projected_advance` take one
+:class:`KernelParams` (the scalars of a call), the state array, the runs' keys, the step sizes,
+the active-run mask, the ziggurat tables and one :class:`KernelOutputs` (per-run statistics,
+the divergence step and a completion flag); :mod:`._kernel_common` builds them. Nothing here
+runs on import (the threading layer is chosen by :func:`._kernel_common.launch`).
 
 Reduced coordinates (σ = 1; the engines standardise ``(θ, σ, β, η) → (θ/σ, 1, βσ, σ²η)``)
 -------------------------------------------------------------------------------------------
@@ -67,30 +76,22 @@ clean clone). The long reductions (over the ``L`` tokens and the ``d`` coordinat
 :func:`reduced_sample`, :func:`_dot`, :func:`_lane_max`) are instead written in 4 explicit
 lanes combined as ``(l0 + l1) + (l2 + l3)``: a fixed order, which LLVM still vectorises, at the
 speed the reassociating version had (chain 5.18 against 5.17 µs a sample in ``attnsignal
-bench``; 7.7 µs with neither). Float64 throughout. The two drivers are ``parallel=True`` with ``prange``
-over runs (each run's steps run inside one compiled call); everything else is serial and is
-inlined by LLVM.
+bench``; 7.7 µs with neither). Float64 throughout; every count (``L``, ``R``, ``d``, ``B``,
+step indices) is a 64-bit integer — the engines' ``check`` rejects sizes whose scratch cannot
+fit in memory before a call. The two drivers are ``parallel=True`` with ``prange`` over runs
+(each run's steps run inside one compiled call); everything else is serial and is inlined by
+LLVM.
 """
 
 from __future__ import annotations
 
 import math
-import os
+from typing import NamedTuple
 
-import numba
 import numpy as np
 from llvmlite import ir
 from numba import njit, prange, types
 from numba.extending import intrinsic
-
-# Threading layer: numba would pick GNU OpenMP when TBB is absent, and a process that has run
-# an OpenMP region cannot fork() (multiprocessing's default on Linux: the children abort).
-# Unless the user chose a layer (NUMBA_THREADING_LAYER), ask for a fork-safe one (TBB, or
-# numba's workqueue). Concurrent launches from several Python threads, which workqueue does
-# not support, are serialised by ``_kernel_common.kernel_lock``. This must run before the
-# first parallel launch in the process; afterwards it has no effect.
-if "NUMBA_THREADING_LAYER" not in os.environ and numba.config.THREADING_LAYER == "default":
-    numba.config.THREADING_LAYER = "forksafe"
 
 _FASTMATH = {"nsz", "arcp", "contract"}
 _jit = njit(cache=True, error_model="numpy", fastmath=_FASTMATH, nogil=True)
@@ -117,11 +118,48 @@ ZIGGURAT_R = 3.6541528853610088  # right edge of the base layer of the 256-layer
 _ZR = ZIGGURAT_R
 _ZINV_R = 1.0 / ZIGGURAT_R
 
-# Kernel variants, for the power checks of the law tests only (engines' private _VARIANT):
-# EXACT; DROP_COMPLEMENT: the chain drops ||v_⊥||²χ', the projected engine drops ν;
-# WRONG_DIMENSION: a complement of dimension d − 1 (chain: D = d − 1; projected: γ⃗ and ν
-# projected off q only, not off e).
+# Kernel variants (KernelParams.variant). The engines always run EXACT; the law tests build
+# the two broken ones to show that they have power. DROP_COMPLEMENT: the chain drops
+# ||v_⊥||²χ', the projected engine drops ν; WRONG_DIMENSION: a complement of dimension d − 1
+# (chain: D = d − 1; projected: γ⃗ and ν projected off q only, not off e).
 EXACT, DROP_COMPLEMENT, WRONG_DIMENSION = 0, 1, 2
+
+
+class KernelParams(NamedTuple):
+    """The scalar parameters of one driver call (a numba-typed named tuple; σ = 1 units).
+
+    theta, beta : ``θ/σ`` and ``βσ``;  n_informative, n_tokens : ``R`` and ``L``;
+    dim : ``d``;  batch : ``B``;  riemannian : drop ``g_q`` (the Riemannian update);
+    random_sign : a fair signal sign per sample;  first_step : the 0-based index ``k`` of the
+    first update (the stream counter);  variant : :data:`EXACT` (or a broken variant, tests).
+    """
+
+    theta: float
+    beta: float
+    n_informative: int
+    n_tokens: int
+    dim: int
+    batch: int
+    riemannian: bool
+    random_sign: bool
+    first_step: int
+    variant: int
+
+
+class KernelOutputs(NamedTuple):
+    """The per-run outputs of a driver call, (runs,) arrays written in place.
+
+    informative_mass, max_nuisance_weight : statistics of the last update (float64);
+    diverged_at : the 1-based update count at which the run became non-finite, else left as is
+    (int64);  done : set to 1 when the run's updates completed (uint8) — a run left at 0 did
+    not run to the end (an allocation failed inside the parallel loop), which the caller must
+    report rather than return its stale state.
+    """
+
+    informative_mass: np.ndarray
+    max_nuisance_weight: np.ndarray
+    diverged_at: np.ndarray
+    done: np.ndarray
 
 
 # ============================================================================ random streams
@@ -417,28 +455,31 @@ def _dot(x, y, lo, hi):
 
 
 @_jit
-def reduced_sample(st, zt, rho, s, theta, beta, R, L, eps, gamma2, sc, hb, zz, ww):
+def reduced_sample(st, zt, rho, s, theta, beta, R, L, eps, gamma2, q_coord, e_coord, zeta,
+                   weight):
     """One sample in reduced coordinates (DESIGN §2, steps 1–6), σ = 1.
 
     Draws ``a``, then ``b``, then ``ζ`` (each ``N(0, I_L)``) from ``st``.
     ``gamma2 = γ²`` is supplied by the caller (a χ²_D draw for the chain, ``||γ⃗||²`` of the
     realised vector for the projected engine); ``eps`` is the signal sign.
-    Scratch arrays ``sc, hb, zz, ww`` have length >= L.
+    Scratch arrays (length >= L): ``q_coord`` receives ``s_i`` (the tokens' coordinates along
+    ``q``), ``e_coord`` ``h_i`` (along ``e``), ``zeta`` ``ζ`` and ``weight`` the unnormalised
+    softmax weights ``exp(β (s_i − max s))``.
 
     Returns ``(g_q, g_e, v_a, ζ·v_⊥, ||v_⊥||², mass, max_nuisance_weight)``.
     """
     tq = eps * theta * rho
     te = eps * theta * s
-    fill_normals(st, zt, sc, L)  # a
-    fill_normals(st, zt, hb, L)  # b
-    fill_normals(st, zt, zz, L)  # ζ
+    fill_normals(st, zt, q_coord, L)  # a
+    fill_normals(st, zt, e_coord, L)  # b
+    fill_normals(st, zt, zeta, L)  # ζ
     for i in range(R):
-        sc[i] += tq
-        hb[i] += te
-    smax = _lane_max(sc, 0, L)
+        q_coord[i] += tq
+        e_coord[i] += te
+    smax = _lane_max(q_coord, 0, L)
     # softmax (shifted) and the α-moments; the sums run in 4 explicit lanes (module docstring)
     for i in range(L):
-        ww[i] = fast_exp(beta * (sc[i] - smax))
+        weight[i] = fast_exp(beta * (q_coord[i] - smax))
     Z0 = Z1 = Z2 = Z3 = 0.0
     S0 = S1 = S2 = S3 = 0.0
     H0 = H1 = H2 = H3 = 0.0
@@ -446,37 +487,37 @@ def reduced_sample(st, zt, rho, s, theta, beta, R, L, eps, gamma2, sc, hb, zz, w
     Q0 = Q1 = Q2 = Q3 = 0.0
     L4 = L - L % 4
     for i in range(0, L4, 4):
-        w0 = ww[i]
-        w1 = ww[i + 1]
-        w2 = ww[i + 2]
-        w3 = ww[i + 3]
+        w0 = weight[i]
+        w1 = weight[i + 1]
+        w2 = weight[i + 2]
+        w3 = weight[i + 3]
         Z0 += w0
         Z1 += w1
         Z2 += w2
         Z3 += w3
-        S0 += w0 * sc[i]
-        S1 += w1 * sc[i + 1]
-        S2 += w2 * sc[i + 2]
-        S3 += w3 * sc[i + 3]
-        H0 += w0 * hb[i]
-        H1 += w1 * hb[i + 1]
-        H2 += w2 * hb[i + 2]
-        H3 += w3 * hb[i + 3]
+        S0 += w0 * q_coord[i]
+        S1 += w1 * q_coord[i + 1]
+        S2 += w2 * q_coord[i + 2]
+        S3 += w3 * q_coord[i + 3]
+        H0 += w0 * e_coord[i]
+        H1 += w1 * e_coord[i + 1]
+        H2 += w2 * e_coord[i + 2]
+        H3 += w3 * e_coord[i + 3]
         W0 += w0 * w0
         W1 += w1 * w1
         W2 += w2 * w2
         W3 += w3 * w3
-        Q0 += w0 * zz[i]
-        Q1 += w1 * zz[i + 1]
-        Q2 += w2 * zz[i + 2]
-        Q3 += w3 * zz[i + 3]
+        Q0 += w0 * zeta[i]
+        Q1 += w1 * zeta[i + 1]
+        Q2 += w2 * zeta[i + 2]
+        Q3 += w3 * zeta[i + 3]
     for i in range(L4, L):
-        w0 = ww[i]
+        w0 = weight[i]
         Z0 += w0
-        S0 += w0 * sc[i]
-        H0 += w0 * hb[i]
+        S0 += w0 * q_coord[i]
+        H0 += w0 * e_coord[i]
         W0 += w0 * w0
-        Q0 += w0 * zz[i]
+        Q0 += w0 * zeta[i]
     Z = (Z0 + Z1) + (Z2 + Z3)
     Ss = (S0 + S1) + (S2 + S3)
     Sh = (H0 + H1) + (H2 + H3)
@@ -484,8 +525,8 @@ def reduced_sample(st, zt, rho, s, theta, beta, R, L, eps, gamma2, sc, hb, zz, w
     Sz = (Q0 + Q1) + (Q2 + Q3)
     Zm = 0.0
     for i in range(R):
-        Zm += ww[i]
-    wmax = max(_lane_max(ww, R, L), 0.0)
+        Zm += weight[i]
+    wmax = max(_lane_max(weight, R, L), 0.0)
     invZ = 1.0 / Z
     A = Ss * invZ
     H = Sh * invZ
@@ -502,41 +543,41 @@ def reduced_sample(st, zt, rho, s, theta, beta, R, L, eps, gamma2, sc, hb, zz, w
     V0 = V1 = V2 = V3 = 0.0
     P0 = P1 = P2 = P3 = 0.0
     for i in range(0, L4, 4):
-        a0 = ww[i] * invZ
-        a1 = ww[i + 1] * invZ
-        a2 = ww[i + 2] * invZ
-        a3 = ww[i + 3] * invZ
-        v0 = a0 * (sc[i] * A + hb[i] * H + a0 * ka + kz * zz[i] - F)
-        v1 = a1 * (sc[i + 1] * A + hb[i + 1] * H + a1 * ka + kz * zz[i + 1] - F)
-        v2 = a2 * (sc[i + 2] * A + hb[i + 2] * H + a2 * ka + kz * zz[i + 2] - F)
-        v3 = a3 * (sc[i + 3] * A + hb[i + 3] * H + a3 * ka + kz * zz[i + 3] - F)
-        G0 += v0 * sc[i]
-        G1 += v1 * sc[i + 1]
-        G2 += v2 * sc[i + 2]
-        G3 += v3 * sc[i + 3]
-        E0 += v0 * hb[i]
-        E1 += v1 * hb[i + 1]
-        E2 += v2 * hb[i + 2]
-        E3 += v3 * hb[i + 3]
+        a0 = weight[i] * invZ
+        a1 = weight[i + 1] * invZ
+        a2 = weight[i + 2] * invZ
+        a3 = weight[i + 3] * invZ
+        v0 = a0 * (q_coord[i] * A + e_coord[i] * H + a0 * ka + kz * zeta[i] - F)
+        v1 = a1 * (q_coord[i + 1] * A + e_coord[i + 1] * H + a1 * ka + kz * zeta[i + 1] - F)
+        v2 = a2 * (q_coord[i + 2] * A + e_coord[i + 2] * H + a2 * ka + kz * zeta[i + 2] - F)
+        v3 = a3 * (q_coord[i + 3] * A + e_coord[i + 3] * H + a3 * ka + kz * zeta[i + 3] - F)
+        G0 += v0 * q_coord[i]
+        G1 += v1 * q_coord[i + 1]
+        G2 += v2 * q_coord[i + 2]
+        G3 += v3 * q_coord[i + 3]
+        E0 += v0 * e_coord[i]
+        E1 += v1 * e_coord[i + 1]
+        E2 += v2 * e_coord[i + 2]
+        E3 += v3 * e_coord[i + 3]
         A0 += v0 * a0
         A1 += v1 * a1
         A2 += v2 * a2
         A3 += v3 * a3
-        V0 += v0 * zz[i]
-        V1 += v1 * zz[i + 1]
-        V2 += v2 * zz[i + 2]
-        V3 += v3 * zz[i + 3]
+        V0 += v0 * zeta[i]
+        V1 += v1 * zeta[i + 1]
+        V2 += v2 * zeta[i + 2]
+        V3 += v3 * zeta[i + 3]
         P0 += v0 * v0
         P1 += v1 * v1
         P2 += v2 * v2
         P3 += v3 * v3
     for i in range(L4, L):
-        a0 = ww[i] * invZ
-        v0 = a0 * (sc[i] * A + hb[i] * H + a0 * ka + kz * zz[i] - F)
-        G0 += v0 * sc[i]
-        E0 += v0 * hb[i]
+        a0 = weight[i] * invZ
+        v0 = a0 * (q_coord[i] * A + e_coord[i] * H + a0 * ka + kz * zeta[i] - F)
+        G0 += v0 * q_coord[i]
+        E0 += v0 * e_coord[i]
         A0 += v0 * a0
-        V0 += v0 * zz[i]
+        V0 += v0 * zeta[i]
         P0 += v0 * v0
     Gq = (G0 + G1) + (G2 + G3)
     Ge = (E0 + E1) + (E2 + E3)
@@ -639,31 +680,46 @@ def _safe_ratio(num_a, num_b, a, b, c):
 
 
 @_pjit
-def chain_advance(rho, keys, k_start, etas, active, theta, beta, R, L, D, B, riem, rsign,
-                  variant, zt, mass_out, maxw_out, kdiv_out):
-    """Advance every active run ``len(etas)`` updates of the alignment chain (in place on
-    ``rho``, ``mass_out``, ``maxw_out``, ``kdiv_out``). ``kdiv_out[r]`` is set to the 1-based
-    update count at which run ``r`` became non-finite (its ``rho`` is then NaN)."""
-    nr = rho.shape[0]
-    T_steps = etas.shape[0]
-    Dd = D + 1 if variant == WRONG_DIMENSION else D
-    for r in prange(nr):
+def chain_advance(params, rho, keys, etas, active, zt, outputs):
+    """Advance every active run ``len(etas)`` updates of the alignment chain, in place on
+    ``rho`` (runs,) and on the :class:`KernelOutputs` ``outputs``; ``keys`` (runs, 2) are the
+    runs' Philox keys, ``params`` a :class:`KernelParams`. A run that becomes non-finite gets
+    ``rho = NaN`` and ``diverged_at`` set to the 1-based update count."""
+    # the arrays are taken out of the tuples before the parallel loop: numba (0.68) drops
+    # writes made through a tuple's array member inside prange
+    mass_out = outputs.informative_mass
+    maxw_out = outputs.max_nuisance_weight
+    diverged_at = outputs.diverged_at
+    done = outputs.done
+    theta = params.theta
+    beta = params.beta
+    R = params.n_informative
+    L = params.n_tokens
+    B = params.batch
+    variant = params.variant
+    k_start = params.first_step
+    dof = params.dim - 2  # D, the dimension of the complement of span(q, ξ)
+    if variant == WRONG_DIMENSION:
+        dof += 1
+    n_runs = rho.shape[0]
+    n_steps = etas.shape[0]
+    for r in prange(n_runs):
         if active[r]:
-            sc = np.empty(L)
-            hb = np.empty(L)
-            zz = np.empty(L)
-            ww = np.empty(L)
+            q_coord = np.empty(L)
+            e_coord = np.empty(L)
+            zeta = np.empty(L)
+            weight = np.empty(L)
             st = np.empty(4, dtype=np.uint64)
-            rb = np.empty(B)
-            nb = B if B <= BARTLETT_MAX_B else 1
-            T = np.empty((nb, nb))
-            y = np.empty(2 * nb + 2)
+            lengths = np.empty(B)
+            bartlett_size = B if B <= BARTLETT_MAX_B else 1
+            T = np.empty((bartlett_size, bartlett_size))
+            y = np.empty(2 * bartlett_size + 2)
             x = rho[r]
             msum = np.nan
             wsum = np.nan
             k0 = keys[r, 0]
             k1 = keys[r, 1]
-            for t in range(T_steps):
+            for t in range(n_steps):
                 seed_stream(st, k0, k1, k_start + t)
                 eta = etas[t]
                 s = math.sqrt(max(0.0, (1.0 - x) * (1.0 + x)))
@@ -672,32 +728,32 @@ def chain_advance(rho, keys, k_start, etas, active, theta, beta, R, L, D, B, rie
                 msum = 0.0
                 wsum = 0.0
                 for b in range(B):
-                    eps = fair_sign(st) if rsign else 1.0
-                    g2 = chi2(st, zt, Dd)
+                    eps = fair_sign(st) if params.random_sign else 1.0
+                    g2 = chi2(st, zt, dof)
                     gq, ge, va, zvp, nvp2, mass, maxw = reduced_sample(
-                        st, zt, x, s, theta, beta, R, L, eps, g2, sc, hb, zz, ww)
-                    if Dd >= 1:
-                        chp = chi2(st, zt, Dd - 1)
+                        st, zt, x, s, theta, beta, R, L, eps, g2, q_coord, e_coord, zeta, weight)
+                    if dof >= 1:
+                        chi2_rest = chi2(st, zt, dof - 1)
                         if variant == DROP_COMPLEMENT:
-                            chp = 0.0
+                            chi2_rest = 0.0
                         lin = va * math.sqrt(g2) + zvp
-                        u2 = lin * lin + nvp2 * chp
+                        u2 = lin * lin + nvp2 * chi2_rest
                     else:
                         u2 = 0.0
-                    rb[b] = 2.0 * beta * math.sqrt(u2) / B
+                    lengths[b] = 2.0 * beta * math.sqrt(u2) / B
                     Gq += gq
                     Ge += ge
                     msum += mass
                     wsum += maxw
-                U2 = complement_sq_norm(st, zt, rb, B, Dd, T, y)
+                U2 = complement_sq_norm(st, zt, lengths, B, dof, T, y)
                 Gq /= B
                 Ge /= B
-                if riem:
+                if params.riemannian:
                     Gq = 0.0
                 xn = _safe_ratio(x, s, 1.0 + eta * Gq, eta * Ge, eta * math.sqrt(U2))
                 if not (abs(xn) < np.inf):
                     x = np.nan
-                    kdiv_out[r] = k_start + t + 1
+                    diverged_at[r] = k_start + t + 1
                     msum = np.nan
                     wsum = np.nan
                     break
@@ -709,26 +765,37 @@ def chain_advance(rho, keys, k_start, etas, active, theta, beta, R, L, D, B, rie
             rho[r] = x
             mass_out[r] = msum / B
             maxw_out[r] = wsum / B
+            done[r] = 1
 
 
 # ============================================================================ projected driver
 
 
 @_pjit
-def projected_advance(q, keys, k_start, etas, active, theta, beta, R, L, B, riem, rsign,
-                      variant, zt, mass_out, maxw_out, kdiv_out):
-    """Advance every active run ``len(etas)`` updates of the full-vector engine (in place on
-    the unit queries ``q`` (runs, d), with ``ξ = e_1``). Non-finite runs get ``q = NaN`` and
-    ``kdiv_out`` as in :func:`chain_advance`."""
-    nr, d = q.shape
-    T_steps = etas.shape[0]
+def projected_advance(params, q, keys, etas, active, zt, outputs):
+    """Advance every active run ``len(etas)`` updates of the full-vector engine, in place on
+    the unit queries ``q`` (runs, d) (with ``ξ = e_1``) and on ``outputs``; arguments as in
+    :func:`chain_advance`. Non-finite runs get ``q = NaN`` and ``diverged_at``."""
+    mass_out = outputs.informative_mass
+    maxw_out = outputs.max_nuisance_weight
+    diverged_at = outputs.diverged_at
+    done = outputs.done
+    theta = params.theta
+    beta = params.beta
+    R = params.n_informative
+    L = params.n_tokens
+    B = params.batch
+    variant = params.variant
+    k_start = params.first_step
+    n_runs, d = q.shape
+    n_steps = etas.shape[0]
     D = d - 2
-    for r in prange(nr):
+    for r in prange(n_runs):
         if active[r]:
-            sc = np.empty(L)
-            hb = np.empty(L)
-            zz = np.empty(L)
-            ww = np.empty(L)
+            q_coord = np.empty(L)
+            e_coord = np.empty(L)
+            zeta = np.empty(L)
+            weight = np.empty(L)
             st = np.empty(4, dtype=np.uint64)
             e = np.empty(d)
             gv = np.empty(d)
@@ -740,7 +807,7 @@ def projected_advance(q, keys, k_start, etas, active, theta, beta, R, L, B, riem
             k0 = keys[r, 0]
             k1 = keys[r, 1]
             ok = True
-            for t in range(T_steps):
+            for t in range(n_steps):
                 seed_stream(st, k0, k1, k_start + t)
                 eta = etas[t]
                 rh = x[0]
@@ -759,7 +826,7 @@ def projected_advance(q, keys, k_start, etas, active, theta, beta, R, L, B, riem
                 msum = 0.0
                 wsum = 0.0
                 for b in range(B):
-                    eps = fair_sign(st) if rsign else 1.0
+                    eps = fair_sign(st) if params.random_sign else 1.0
                     g2 = 0.0
                     if D >= 1:
                         # γ⃗: N(0, I_d) projected off span(q, e)
@@ -772,7 +839,7 @@ def projected_advance(q, keys, k_start, etas, active, theta, beta, R, L, B, riem
                             gv[j] = gv[j] - dq * x[j] - de * e[j]
                         g2 = _dot(gv, gv, 0, d)
                     gq, ge, va, zvp, nvp2, mass, maxw = reduced_sample(
-                        st, zt, rh, s, theta, beta, R, L, eps, g2, sc, hb, zz, ww)
+                        st, zt, rh, s, theta, beta, R, L, eps, g2, q_coord, e_coord, zeta, weight)
                     Gq += gq
                     Ge += ge
                     msum += mass
@@ -794,7 +861,7 @@ def projected_advance(q, keys, k_start, etas, active, theta, beta, R, L, B, riem
                             cn = 2.0 * beta * math.sqrt(nvp2)
                             for j in range(d):
                                 U[j] += cn * (nv[j] - dq * x[j] - de * e[j] - dg * gv[j])
-                cq = 0.0 if riem else eta * Gq / B
+                cq = 0.0 if params.riemannian else eta * Gq / B
                 ce = eta * Ge / B
                 cu = eta / B
                 for j in range(d):
@@ -820,88 +887,10 @@ def projected_advance(q, keys, k_start, etas, active, theta, beta, R, L, B, riem
                         fin = False
                 if not fin:
                     x[:] = np.nan
-                    kdiv_out[r] = k_start + t + 1
+                    diverged_at[r] = k_start + t + 1
                     ok = False
                     break
             if ok:
                 mass_out[r] = msum / B
                 maxw_out[r] = wsum / B
-
-
-# ============================================================================ test helpers
-
-
-@_jit
-def draw_normals(k0, k1, step, n, zt):
-    """``n`` normals of the stream of update ``step`` under key ``(k0, k1)`` (tests)."""
-    st = np.empty(4, dtype=np.uint64)
-    seed_stream(st, k0, k1, step)
-    out = np.empty(n)
-    fill_normals(st, zt, out, n)
-    return out
-
-
-@_jit
-def draw_normals_scalar(k0, k1, step, n, zt):
-    """As :func:`draw_normals` through the scalar :func:`normal` (must agree bit for bit)."""
-    st = np.empty(4, dtype=np.uint64)
-    seed_stream(st, k0, k1, step)
-    out = np.empty(n)
-    for i in range(n):
-        out[i] = normal(st, zt)
-    return out
-
-
-@_jit
-def exp_array(x):
-    """:func:`fast_exp` elementwise (tests)."""
-    out = np.empty_like(x)
-    for i in range(x.shape[0]):
-        out[i] = fast_exp(x[i])
-    return out
-
-
-@_jit
-def draw_chi2(k0, k1, step, n, df, zt):
-    st = np.empty(4, dtype=np.uint64)
-    seed_stream(st, k0, k1, step)
-    out = np.empty(n)
-    for i in range(n):
-        out[i] = chi2(st, zt, df)
-    return out
-
-
-@_jit
-def draw_u64(k0, k1, step, n):
-    st = np.empty(4, dtype=np.uint64)
-    seed_stream(st, k0, k1, step)
-    out = np.empty(n, dtype=np.uint64)
-    for i in range(n):
-        out[i] = next_u64(st)
-    return out
-
-
-@_jit
-def philox_block(c0, c1, c2, c3, k0, k1):
-    a, b, c, d = philox4x64(c0, c1, c2, c3, k0, k1)
-    out = np.empty(4, dtype=np.uint64)
-    out[0] = a
-    out[1] = b
-    out[2] = c
-    out[3] = d
-    return out
-
-
-@_jit
-def complement_sq_norms(k0, k1, n, r, D, zt):
-    """``n`` draws of :func:`complement_sq_norm` for fixed lengths ``r`` (tests)."""
-    st = np.empty(4, dtype=np.uint64)
-    B = r.shape[0]
-    nb = B if B <= BARTLETT_MAX_B else 1
-    T = np.empty((nb, nb))
-    y = np.empty(2 * nb + 2)
-    out = np.empty(n)
-    for i in range(n):
-        seed_stream(st, k0, k1, i)
-        out[i] = complement_sq_norm(st, zt, r, B, D, T, y)
-    return out
+            done[r] = 1

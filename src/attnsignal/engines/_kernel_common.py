@@ -1,87 +1,128 @@
-"""Python glue shared by the chain and projected engines (no mathematics here)."""
+"""Python glue shared by the chain and projected engines (no mathematics here): σ
+standardisation, the :class:`._kernel.KernelParams` of a call, launching the compiled drivers,
+and turning their outputs into the next state.
+
+Threading layer
+---------------
+numba would pick GNU OpenMP when TBB is absent, and a process that has run an OpenMP region
+cannot ``fork()`` (multiprocessing's default on Linux: the children abort). So before the first
+parallel launch :func:`launch` calls :func:`use_forksafe_threading`, which — unless the user
+chose a layer (``NUMBA_THREADING_LAYER``) — asks numba for a fork-safe one (TBB, or numba's
+workqueue). It is done there, explicitly, not as a side effect of importing the kernels: the
+setting only matters before the first launch and has no effect afterwards. Concurrent launches
+from several Python threads, which workqueue does not support, are serialised by
+:data:`kernel_lock` (no cost for the usual single-threaded caller: a kernel uses every numba
+thread anyway).
+"""
 
 from __future__ import annotations
 
+import os
 import threading
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
 from ..config import ModelConfig, RunConfig
 from . import _kernel as K
-from ._rng import init_generator, run_keys, ziggurat_tables
-from .base import EngineState, StepStats, mark_diverged
+from ._rng import ziggurat_tables
+from .base import MAX_STEPS, EngineState, StepStats, mark_diverged
 
-__all__ = ["K", "init_generator", "run_keys", "prepare", "finish", "stat_buffers",
-           "kernel_lock", "ZT"]
+__all__ = ["K", "Prepared", "prepare", "launch", "finish", "kernel_lock", "ZT",
+           "use_forksafe_threading"]
 
-ZT = ziggurat_tables()
+ZT = ziggurat_tables(K.ZIGGURAT_R)
 
-# numba's "workqueue" layer aborts when two Python threads launch parallel kernels at once;
-# serialise launches (no cost for the usual single-threaded caller: a kernel uses every
-# numba thread anyway).
 kernel_lock = threading.Lock()
+_threading_chosen = False
 
-_MAX_STEP = 2**62
+
+def use_forksafe_threading() -> None:
+    """Unless ``NUMBA_THREADING_LAYER`` is set, ask numba for a fork-safe threading layer
+    (module docstring). Call before the first parallel launch of the process."""
+    global _threading_chosen
+    if _threading_chosen:
+        return
+    import numba
+
+    if "NUMBA_THREADING_LAYER" not in os.environ and numba.config.THREADING_LAYER == "default":
+        numba.config.THREADING_LAYER = "forksafe"
+    _threading_chosen = True
 
 
 @dataclass(frozen=True)
 class Prepared:
+    """The arguments of one driver call: parameters, keys, step sizes (σ² η), active runs."""
+
+    params: K.KernelParams
     keys: np.ndarray
-    k_start: int
     etas: np.ndarray
     active: np.ndarray
-    theta: float
-    beta: float
-    R: int
-    L: int
-    B: int
-    riem: bool
-    rsign: bool
-    zt: np.ndarray
 
 
 def prepare(
-    model: ModelConfig, run: RunConfig, state: EngineState, etas: np.ndarray
+    model: ModelConfig, run: RunConfig, state: EngineState, etas: np.ndarray, variant: int = 0
 ) -> Prepared:
     """Standardise ``σ`` away — ``(θ, σ, β, η) → (θ/σ, 1, βσ, σ²η)``, exact — and pack the
-    arguments of the compiled drivers."""
+    arguments of the compiled drivers. ``variant``: :data:`._kernel.EXACT` for the engines."""
     sigma = model.noise_std
     etas = np.ascontiguousarray(np.asarray(etas, dtype=np.float64).reshape(-1)) * (sigma * sigma)
-    if state.k + etas.size > _MAX_STEP:  # pragma: no cover
-        raise ValueError(f"steps: at most {_MAX_STEP} updates per run; got {state.k + etas.size}")
-    keys = np.ascontiguousarray(state.streams, dtype=np.uint64)
-    return Prepared(
-        keys=keys,
-        k_start=int(state.k),
-        etas=etas,
-        active=np.ascontiguousarray(~state.diverged),
+    if state.k + etas.size > MAX_STEPS:
+        raise ValueError(f"steps: at most {MAX_STEPS} updates per run; got {state.k + etas.size}")
+    params = K.KernelParams(
         theta=float(model.theta / sigma),
         beta=float(model.beta * sigma),
-        R=int(model.n_informative),
-        L=int(model.n_tokens),
-        B=int(run.batch),
-        riem=run.update == "riemannian",
-        rsign=model.signal_sign == "random",
-        zt=ZT,
+        n_informative=int(model.n_informative),
+        n_tokens=int(model.n_tokens),
+        dim=int(model.d),
+        batch=int(run.batch),
+        riemannian=bool(run.update == "riemannian"),
+        random_sign=bool(model.signal_sign == "random"),
+        first_step=int(state.k),
+        variant=int(variant),
+    )
+    return Prepared(
+        params=params,
+        keys=np.ascontiguousarray(state.streams, dtype=np.uint64),
+        etas=etas,
+        active=np.ascontiguousarray(~state.diverged),
     )
 
 
-def stat_buffers(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    return np.full(n, np.nan), np.full(n, np.nan), np.full(n, -1, dtype=np.int64)
+def launch(driver: Callable, values: np.ndarray, p: Prepared) -> K.KernelOutputs:
+    """Run ``driver`` (``K.chain_advance`` on ``rho``, ``K.projected_advance`` on ``q``, in
+    place) and return its outputs. Raises ``MemoryError`` (one line) when an active run did not
+    complete — the parallel loop lost an allocation — instead of returning its stale state."""
+    n = values.shape[0]
+    out = K.KernelOutputs(
+        informative_mass=np.full(n, np.nan),
+        max_nuisance_weight=np.full(n, np.nan),
+        diverged_at=np.full(n, -1, dtype=np.int64),
+        done=np.zeros(n, dtype=np.uint8),
+    )
+    if p.etas.size == 0:
+        return out
+    with kernel_lock:
+        use_forksafe_threading()
+        driver(p.params, values, p.keys, p.etas, p.active, ZT, out)
+    lost = np.flatnonzero(p.active & (out.done == 0))
+    if lost.size:
+        raise MemoryError(
+            f"the compiled engine did not complete {lost.size} of {n} runs (an allocation of "
+            f"its per-run scratch, 4 × L = 4 × {p.params.n_tokens} float64, failed); reduce "
+            "n_nuisance / n_informative or NUMBA_NUM_THREADS"
+        )
+    return out
 
 
 def finish(
-    state: EngineState,
-    rho: np.ndarray,
-    q: np.ndarray | None,
-    mass: np.ndarray,
-    maxw: np.ndarray,
-    kdiv: np.ndarray,
+    state: EngineState, rho: np.ndarray, q: np.ndarray | None, out: K.KernelOutputs,
     p: Prepared,
 ) -> tuple[EngineState, StepStats]:
     """Flag the runs that became non-finite (via :func:`.base.mark_diverged`, at the update
     where it happened), freeze them (NaN), and build the new state."""
+    mass, maxw, kdiv = out.informative_mass, out.max_nuisance_weight, out.diverged_at
     diverged = state.diverged.copy()
     dstep = state.diverged_step.copy()
     newly = (kdiv >= 0) & ~diverged
@@ -96,6 +137,6 @@ def finish(
         q[diverged] = np.nan
     mass[diverged] = np.nan
     maxw[diverged] = np.nan
-    k = p.k_start + int(p.etas.size)
+    k = p.params.first_step + int(p.etas.size)
     new = state.replace(rho=rho, q=q, k=k, diverged=diverged, diverged_step=dstep)
     return new, StepStats(mass, maxw)

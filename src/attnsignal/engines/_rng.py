@@ -1,13 +1,20 @@
 """Python side of the counter-based random streams of the exact engines.
 
 The compiled generators live in :mod:`._kernel`; this module derives the per-run keys from
-the run's ``numpy.random.SeedSequence`` and builds the ziggurat tables.
+the run's ``numpy.random.SeedSequence``, gives the literal engine its per-update numpy streams,
+and builds the ziggurat tables. It does not import numba.
 
 Per-run seeding (pure: a ``SeedSequence`` is never mutated, so calling ``init`` twice gives
 the same state)::
 
     child(seed, 0)  ->  numpy Generator(PCG64) for the initial condition (ρ0 or q0)
     child(seed, 1)  ->  generate_state(2, uint64) = the run's 128-bit Philox key
+
+Update ``k`` (0-based) of run ``r`` draws from a counter-based stream that depends on
+``(key_r, k)`` only: the exact engines hash Philox counter ``(k, 1, 0, 0)`` into a xoshiro256++
+state (:mod:`._kernel`); the literal engine uses numpy's ``Philox`` under the same key with
+counter ``(0, k, 2, 0)`` (:func:`update_generator`; its blocks run through ``c0``, so two
+updates' streams would meet only after ``2^64`` blocks).
 
 where ``child(s, i) = SeedSequence(s.entropy, spawn_key=(*s.spawn_key, i))`` — exactly what
 ``s.spawn(...)`` would return, without its side effect.
@@ -24,9 +31,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ._kernel import ZIGGURAT_R  # the compiled tail sampler uses the same constant
-
-__all__ = ["child_seed", "init_generator", "run_keys", "ziggurat_tables", "ZIGGURAT_R"]
+__all__ = ["child_seed", "init_generator", "run_keys", "update_generator", "ziggurat_tables"]
 
 
 def child_seed(seed: np.random.SeedSequence, i: int) -> np.random.SeedSequence:
@@ -49,12 +54,21 @@ def run_keys(seeds: Sequence[np.random.SeedSequence]) -> np.ndarray:
     return out
 
 
+def update_generator(key: np.ndarray, k: int) -> np.random.Generator:
+    """The numpy generator of update ``k`` (0-based) of the run with Philox ``key`` (2 uint64):
+    ``Philox(key, counter=(0, k, 2, 0))`` — a pure function of ``(key, k)``."""
+    counter = np.array([0, k, 2, 0], dtype=np.uint64)
+    return np.random.Generator(np.random.Philox(key=np.asarray(key, dtype=np.uint64),
+                                                counter=counter))
+
+
 def _f(x: float) -> float:
     return math.exp(-0.5 * x * x)
 
 
-def ziggurat_tables() -> np.ndarray:
-    """(3, 256) float64: ``[k, w, f]`` of the 256-layer ziggurat for the half normal.
+def ziggurat_tables(r: float) -> np.ndarray:
+    """(3, 256) float64: ``[k, w, f]`` of the 256-layer ziggurat for the half normal whose base
+    layer ends at ``r`` (``_kernel.ZIGGURAT_R``, the constant the compiled tail sampler uses).
 
     Layer 0 is the base strip (width ``v/f(r)``, including the tail beyond ``r``); layer
     ``i >= 1`` is the rectangle of width ``x_i`` between heights ``f(x_i)`` and ``f(x_{i-1})``
@@ -62,7 +76,6 @@ def ziggurat_tables() -> np.ndarray:
     ``m < k[i]`` (``k[i] = 2^52 x_{i-1}/x_i`` — stored as an integer-valued float, exact);
     the value is ``m w[i]``, ``w[i] = x_i / 2^52``.
     """
-    r = ZIGGURAT_R
     v = r * _f(r) + math.sqrt(math.pi / 2.0) * math.erfc(r / math.sqrt(2.0))
     two52 = 2.0**52
     k = np.zeros(256)

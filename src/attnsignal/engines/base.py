@@ -1,35 +1,61 @@
-"""What every engine shares: the explicit state, per-run seeding, initial queries.
+"""The engine interface: explicit state, capabilities, pre-flight checks, per-run seeding.
 
-An engine is a module with two pure functions of (config, state, random stream):
+An engine is an :class:`Engine` object (one class per module, registered in
+:mod:`attnsignal.engines.registry`) with pure functions of (config, state, random stream):
 
+``check(model, run) -> None``
+    raises :class:`~attnsignal.config.ConfigError` (field, allowed range, value) before any work
+    for a model variant, update rule or size the engine cannot handle — including sizes whose
+    memory (estimated by ``memory_bytes``) cannot fit.
 ``init(model, run, seeds) -> EngineState``
     the initial state of ``len(seeds)`` runs; ``seeds[r]`` is run ``r``'s
     ``numpy.random.SeedSequence`` and is the only source of randomness for that run.
 ``advance(model, run, state, etas) -> (EngineState, StepStats)``
     applies ``len(etas)`` updates with step sizes ``etas`` (update ``k`` uses ``η_k``) and
     returns the new state and the attention statistics of the sample(s) drawn at the last
-    update. The input state is not modified.
+    update. Pure: the input state is never modified and calling it twice on one state gives
+    the same result.
 
-The random stream of run ``r`` lives in ``state.streams[r]`` (an engine-specific object:
-a ``numpy.random.Generator`` for the literal engine, a counter for counter-based engines)
-and depends on nothing but that run's seed, so a run is bit-identical whatever the number
-of runs simulated beside it.
+Random streams: ``state.streams`` is the ``(runs, 2)`` uint64 array of per-run 128-bit keys
+derived from the run's seed alone (:func:`._rng.run_keys`); update ``k`` (0-based) of run ``r``
+draws from a counter-based stream that is a function of ``(key_r, k)`` only. So a run is
+bit-identical whatever the number of runs beside it and however the updates are split into
+``advance`` calls.
 
-Divergence: a run whose state becomes non-finite is flagged (``diverged``, with the update
-index in ``diverged_step``), its alignment set to NaN, and it is no longer updated; the
+Divergence: a run whose state becomes non-finite is flagged (``diverged``, with the 1-based
+update count in ``diverged_step``), its alignment set to NaN, and it is no longer updated; the
 other runs go on.
 """
 
 from __future__ import annotations
 
+import abc
+import os
 from dataclasses import dataclass, field, replace
-from typing import Any, Sequence
+from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
-from ..config import ModelConfig, RunConfig
+from ..config import SIGNAL_SIGNS, UPDATES, ConfigError, ModelConfig, RunConfig
+from ..limits import format_bytes, memory_limit
 
-__all__ = ["EngineState", "StepStats", "run_seeds", "initial_query", "initial_rho"]
+__all__ = [
+    "Engine",
+    "Capabilities",
+    "EngineState",
+    "StepStats",
+    "MemoryTerm",
+    "MAX_STEPS",
+    "run_seeds",
+    "initial_query",
+    "initial_rho",
+    "initial_query_state",
+    "mark_diverged",
+    "compute_threads",
+]
+
+#: Most updates per run: step indices are int64 and the update index is a Philox counter word.
+MAX_STEPS = 2**62
 
 
 @dataclass(frozen=True)
@@ -40,7 +66,7 @@ class EngineState:
     q : (runs, d) unit queries, or None for engines that never form ``q`` (the chain)
     k : number of updates applied so far
     diverged : (runs,) bool; diverged_step : (runs,) int, −1 where not diverged
-    streams : per-run random streams (engine specific)
+    streams : per-run random-stream keys, (runs, 2) uint64
     """
 
     rho: np.ndarray
@@ -53,6 +79,13 @@ class EngineState:
     def replace(self, **changes: Any) -> "EngineState":
         return replace(self, **changes)
 
+    @classmethod
+    def start(cls, rho: np.ndarray, q: np.ndarray | None, streams: Any) -> "EngineState":
+        """The state before the first update: no update applied, no run diverged."""
+        n = rho.shape[0]
+        return cls(rho=rho, q=q, k=0, diverged=np.zeros(n, dtype=bool),
+                   diverged_step=np.full(n, -1, dtype=np.int64), streams=streams)
+
 
 @dataclass(frozen=True)
 class StepStats:
@@ -64,6 +97,119 @@ class StepStats:
 
     informative_mass: np.ndarray
     max_nuisance_weight: np.ndarray
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What an engine can do; everything that must know it (config validation, the CLI,
+    ``Result.q``, ``simulate(record_q=True)``, benchmarks, tests) asks the registry.
+
+    has_query : the state carries the unit queries ``q`` (runs, d) (else ``state.q is None``)
+    exact_in_law : ``ρ`` (and ``q`` when ``has_query``) has exactly the law of the literal
+        algorithm (the literal engine is the algorithm itself)
+    signal_signs, updates : the ``ModelConfig.signal_sign`` / ``RunConfig.update`` values handled
+    cost : time per update, for help texts (e.g. ``"O(B L d)"``)
+    summary : one line for help texts
+    """
+
+    has_query: bool
+    exact_in_law: bool = True
+    signal_signs: tuple[str, ...] = SIGNAL_SIGNS
+    updates: tuple[str, ...] = UPDATES
+    cost: str = ""
+    summary: str = ""
+
+
+@dataclass(frozen=True)
+class MemoryTerm:
+    """One part of an engine's memory estimate: ``nbytes`` bytes, driven by config ``field``
+    (whose value is ``value``), described by ``what``."""
+
+    field: str
+    value: Any
+    nbytes: int
+    what: str
+
+
+class Engine(abc.ABC):
+    """Base class of the engines (see the module docstring for the contract).
+
+    Subclasses set ``name`` and ``capabilities`` and implement ``init``, ``advance`` and
+    ``memory_terms``; they extend ``check`` for anything else they refuse.
+    """
+
+    name: ClassVar[str]
+    capabilities: ClassVar[Capabilities]
+
+    def check(self, model: ModelConfig, run: RunConfig) -> None:
+        """Raise ``ConfigError`` for what this engine cannot do, before any work starts:
+        an unsupported ``signal_sign`` or ``update``, more than :data:`MAX_STEPS` updates, or
+        a size whose memory estimate exceeds :func:`attnsignal.limits.memory_limit`."""
+        caps = self.capabilities
+        if model.signal_sign not in caps.signal_signs:
+            raise ConfigError(
+                "signal_sign",
+                f"the {self.name!r} engine supports "
+                + ", ".join(map(repr, caps.signal_signs)), model.signal_sign)
+        if run.update not in caps.updates:
+            raise ConfigError(
+                "update", f"the {self.name!r} engine supports " + ", ".join(map(repr, caps.updates)),
+                run.update)
+        if run.steps > MAX_STEPS:
+            raise ConfigError("steps", "must be an integer in [1, 2^62] (update counters are "
+                              "64-bit)", run.steps)
+        terms = self.memory_terms(model, run)
+        total = sum(t.nbytes for t in terms)
+        limit = memory_limit()
+        if terms and total > limit:
+            big = max(terms, key=lambda t: t.nbytes)
+            rest = "" if total < 1.01 * big.nbytes else f" ({format_bytes(total)} in all)"
+            raise ConfigError(
+                big.field,
+                f"must be small enough for the {self.name!r} engine to fit in memory: {big.what} "
+                f"need ≈ {format_bytes(big.nbytes)}{rest}, this machine allows "
+                f"{format_bytes(limit)}",
+                big.value,
+            )
+
+    def memory_terms(self, model: ModelConfig, run: RunConfig) -> list[MemoryTerm]:
+        """The engine's memory estimate as a list of terms (none by default)."""
+        return []
+
+    @abc.abstractmethod
+    def init(
+        self, model: ModelConfig, run: RunConfig, seeds: Sequence[np.random.SeedSequence]
+    ) -> EngineState:
+        """The initial state of ``len(seeds)`` runs."""
+
+    @abc.abstractmethod
+    def advance(
+        self, model: ModelConfig, run: RunConfig, state: EngineState, etas: np.ndarray
+    ) -> tuple[EngineState, StepStats]:
+        """``len(etas)`` updates of every non-diverged run; pure."""
+
+    def __repr__(self) -> str:
+        return f"<engine {self.name!r}>"
+
+
+# --------------------------------------------------------------------------- sizes
+
+
+def compute_threads() -> int:
+    """Threads a compiled engine may run at once (numba's default: ``NUMBA_NUM_THREADS`` or
+    the CPU count); each holds its own scratch."""
+    env = os.environ.get("NUMBA_NUM_THREADS", "")
+    return int(env) if env.isdigit() and int(env) > 0 else (os.cpu_count() or 1)
+
+
+def token_field(model: ModelConfig) -> tuple[str, int]:
+    """The field that makes ``L = R + N`` large (for messages): the larger of the two."""
+    if model.n_nuisance >= model.n_informative:
+        return "n_nuisance", model.n_nuisance
+    return "n_informative", model.n_informative
+
+
+# --------------------------------------------------------------------------- seeding
 
 
 def run_seeds(
@@ -105,6 +251,21 @@ def initial_query(
     u = u / nu if nu > 0 else u
     q = rho0 * xi + np.sqrt(max(0.0, 1.0 - rho0 * rho0)) * u
     return q / np.linalg.norm(q)
+
+
+def initial_query_state(
+    model: ModelConfig, run: RunConfig, seeds: Sequence[np.random.SeedSequence]
+) -> EngineState:
+    """The start of a vector engine: ``q0`` per run from the run's initial-condition generator
+    (:func:`initial_query`), ``ρ0 = q0·ξ`` and the per-run stream keys (:mod:`._rng`)."""
+    from ..model import latent_direction
+    from . import _rng
+
+    xi = latent_direction(model.d)
+    q = np.empty((len(seeds), model.d))
+    for r, s in enumerate(seeds):
+        q[r] = initial_query(_rng.init_generator(s), model.d, xi, run.initial_alignment)
+    return EngineState.start(q @ xi, q, _rng.run_keys(seeds))
 
 
 def mark_diverged(

@@ -32,48 +32,69 @@ from typing import Sequence
 
 import numpy as np
 
-from ..config import ModelConfig, RunConfig
-from . import _kernel_common as _common
-from .base import EngineState, StepStats, initial_rho
+from ..config import ConfigError, ModelConfig, RunConfig
+from .base import (Capabilities, Engine, EngineState, MemoryTerm, StepStats, compute_threads,
+                   initial_rho, token_field)
 
-__all__ = ["init", "advance"]
-
-# Tests set this to one of _kernel.DROP_COMPLEMENT / WRONG_DIMENSION to check that the law
-# tests have power. Never change it otherwise.
-_VARIANT = 0
+__all__ = ["ChainEngine"]
 
 
-def init(
-    model: ModelConfig, run: RunConfig, seeds: Sequence[np.random.SeedSequence]
-) -> EngineState:
-    """``ρ0`` per run (the given ``initial_alignment``, or the alignment of a uniform point:
-    ``ρ0² ~ Beta(1/2, (d−1)/2)`` with a fair sign) and the per-run keys."""
-    rho = np.array(
-        [initial_rho(_common.init_generator(s), model.d, run.initial_alignment) for s in seeds],
-        dtype=np.float64,
-    )
-    n = len(seeds)
-    return EngineState(
-        rho=rho,
-        q=None,
-        k=0,
-        diverged=np.zeros(n, dtype=bool),
-        diverged_step=np.full(n, -1, dtype=np.int64),
-        streams=_common.run_keys(seeds),
+_INT64_MAX = 2**63 - 1
+
+
+class ChainEngine(Engine):
+    """The alignment Markov chain (module docstring)."""
+
+    name = "chain"
+    # the variants the reduced kernel implements, listed explicitly: a new signal_sign or update
+    # value is refused here (Engine.check) until the kernel learns it
+    capabilities = Capabilities(
+        signal_signs=("fixed", "random"), updates=("projected", "riemannian"),
+        has_query=False, exact_in_law=True, cost="O(B L)",
+        summary="the alignment Markov chain: exact in law for ρ, O(B L) per update, no q",
     )
 
+    def check(self, model: ModelConfig, run: RunConfig) -> None:
+        """Also: ``d − 2`` is a 64-bit integer in the compiled kernel."""
+        if model.d > _INT64_MAX:
+            raise ConfigError("d", "must be an integer in [2, 2^63 − 1] for the 'chain' engine "
+                              "(d − 2 is a 64-bit degree of freedom)", model.d)
+        super().check(model, run)
 
-def advance(
-    model: ModelConfig, run: RunConfig, state: EngineState, etas: np.ndarray
-) -> tuple[EngineState, StepStats]:
-    """``len(etas)`` updates of every non-diverged run (one compiled, parallel call)."""
-    p = _common.prepare(model, run, state, etas)
-    rho = state.rho.copy()
-    mass, maxw, kdiv = _common.stat_buffers(rho.shape[0])
-    if p.etas.size:
-        with _common.kernel_lock:
-            _common.K.chain_advance(
-                rho, p.keys, p.k_start, p.etas, p.active, p.theta, p.beta, p.R, p.L,
-                model.d - 2, p.B, p.riem, p.rsign, int(_VARIANT), p.zt, mass, maxw, kdiv,
-            )
-    return _common.finish(state, rho, None, mass, maxw, kdiv, p)
+    def memory_terms(self, model: ModelConfig, run: RunConfig) -> list[MemoryTerm]:
+        """Per compute thread: 4 float64 vectors of length ``L`` and one of length ``B``;
+        per run: ``ρ``, the flags, the key and the statistics (a few copies)."""
+        threads = min(compute_threads(), run.runs)
+        L = model.n_tokens
+        fld, val = token_field(model)
+        return [
+            MemoryTerm(fld, val, 32 * L * threads,
+                       f"4 float64 vectors of L = {L} tokens per thread on {threads} threads"),
+            MemoryTerm("batch", run.batch, 8 * run.batch * threads,
+                       f"one float64 per sample of the minibatch per thread on {threads} threads"),
+            MemoryTerm("runs", run.runs, 200 * run.runs, f"the state of {run.runs} runs"),
+        ]
+
+    def init(
+        self, model: ModelConfig, run: RunConfig, seeds: Sequence[np.random.SeedSequence]
+    ) -> EngineState:
+        """``ρ0`` per run (the given ``initial_alignment``, or the alignment of a uniform point:
+        ``ρ0² ~ Beta(1/2, (d−1)/2)`` with a fair sign) and the per-run keys."""
+        from . import _rng
+
+        rho = np.array(
+            [initial_rho(_rng.init_generator(s), model.d, run.initial_alignment) for s in seeds],
+            dtype=np.float64,
+        )
+        return EngineState.start(rho, None, _rng.run_keys(seeds))
+
+    def advance(
+        self, model: ModelConfig, run: RunConfig, state: EngineState, etas: np.ndarray
+    ) -> tuple[EngineState, StepStats]:
+        """``len(etas)`` updates of every non-diverged run (one compiled, parallel call)."""
+        from . import _kernel_common as _common
+
+        p = _common.prepare(model, run, state, etas)
+        rho = state.rho.copy()
+        out = _common.launch(_common.K.chain_advance, rho, p)
+        return _common.finish(state, rho, None, out, p)

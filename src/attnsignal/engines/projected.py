@@ -23,48 +23,55 @@ from typing import Sequence
 import numpy as np
 
 from ..config import ModelConfig, RunConfig
-from ..model import latent_direction
-from . import _kernel_common as _common
-from .base import EngineState, StepStats, initial_query
+from .base import (Capabilities, Engine, EngineState, MemoryTerm, StepStats, compute_threads,
+                   initial_query_state, token_field)
 
-__all__ = ["init", "advance"]
-
-# Tests only (see chain._VARIANT).
-_VARIANT = 0
+__all__ = ["ProjectedEngine"]
 
 
-def init(
-    model: ModelConfig, run: RunConfig, seeds: Sequence[np.random.SeedSequence]
-) -> EngineState:
-    """``q0`` per run: uniform on the sphere, or ``ρ0 ξ + √(1−ρ0²) u`` with ``u`` uniform on
-    the sphere of ``ξ^⊥`` (:func:`.base.initial_query`)."""
-    xi = latent_direction(model.d)
-    n = len(seeds)
-    q = np.empty((n, model.d))
-    for r, s in enumerate(seeds):
-        q[r] = initial_query(_common.init_generator(s), model.d, xi, run.initial_alignment)
-    return EngineState(
-        rho=q[:, 0].copy(),
-        q=q,
-        k=0,
-        diverged=np.zeros(n, dtype=bool),
-        diverged_step=np.full(n, -1, dtype=np.int64),
-        streams=_common.run_keys(seeds),
+
+class ProjectedEngine(Engine):
+    """The full-vector exact engine (module docstring)."""
+
+    name = "projected"
+    # the variants the reduced kernel implements, listed explicitly: a new signal_sign or update
+    # value is refused here (Engine.check) until the kernel learns it
+    capabilities = Capabilities(
+        signal_signs=("fixed", "random"), updates=("projected", "riemannian"),
+        has_query=True, exact_in_law=True, cost="O(B (L + d))",
+        summary="the full query vector, exact in law, O(B (L + d)) per update",
     )
 
+    def memory_terms(self, model: ModelConfig, run: RunConfig) -> list[MemoryTerm]:
+        """Per compute thread: 4 float64 vectors of length ``L`` and 4 of length ``d``; the
+        ``(runs, d)`` queries (state, the advanced copy, records of ``init``)."""
+        threads = min(compute_threads(), run.runs)
+        L, d = model.n_tokens, model.d
+        fld, val = token_field(model)
+        return [
+            MemoryTerm(fld, val, 32 * L * threads,
+                       f"4 float64 vectors of L = {L} tokens per thread on {threads} threads"),
+            MemoryTerm("d", d, 8 * d * (4 * threads + 3 * run.runs),
+                       f"the (runs, d) = ({run.runs}, {d}) float64 queries (3 copies) and 4 "
+                       f"d-vectors per thread"),
+            MemoryTerm("runs", run.runs, 200 * run.runs, f"the state of {run.runs} runs"),
+        ]
 
-def advance(
-    model: ModelConfig, run: RunConfig, state: EngineState, etas: np.ndarray
-) -> tuple[EngineState, StepStats]:
-    """``len(etas)`` updates of every non-diverged run (one compiled, parallel call)."""
-    p = _common.prepare(model, run, state, etas)
-    q = np.array(state.q, dtype=np.float64, order="C", copy=True)
-    rho = state.rho.copy()
-    mass, maxw, kdiv = _common.stat_buffers(q.shape[0])
-    if p.etas.size:
-        with _common.kernel_lock:
-            _common.K.projected_advance(
-                q, p.keys, p.k_start, p.etas, p.active, p.theta, p.beta, p.R, p.L, p.B,
-                p.riem, p.rsign, int(_VARIANT), p.zt, mass, maxw, kdiv,
-            )
-    return _common.finish(state, rho, q, mass, maxw, kdiv, p)
+    def init(
+        self, model: ModelConfig, run: RunConfig, seeds: Sequence[np.random.SeedSequence]
+    ) -> EngineState:
+        """``q0`` per run: uniform on the sphere, or ``ρ0 ξ + √(1−ρ0²) u`` with ``u`` uniform on
+        the sphere of ``ξ^⊥`` (:func:`.base.initial_query`)."""
+        return initial_query_state(model, run, seeds)
+
+    def advance(
+        self, model: ModelConfig, run: RunConfig, state: EngineState, etas: np.ndarray
+    ) -> tuple[EngineState, StepStats]:
+        """``len(etas)`` updates of every non-diverged run (one compiled, parallel call)."""
+        from . import _kernel_common as _common
+
+        p = _common.prepare(model, run, state, etas)
+        q = np.array(state.q, dtype=np.float64, order="C", copy=True)
+        rho = state.rho.copy()
+        out = _common.launch(_common.K.projected_advance, q, p)
+        return _common.finish(state, rho, q, out, p)

@@ -10,6 +10,10 @@ finish, in completion order; the coordinator records outcomes in the manifest.
             scheduler is used via ``distributed.Client(address)``; without, a ``LocalCluster``
             of ``workers`` processes with one thread each. Tasks are submitted with
             ``retries``; a task whose worker dies is rescheduled by Dask.
+``slurm``   a Dask cluster whose workers are Slurm jobs (dask-jobqueue's ``SLURMCluster``,
+            see :mod:`attnsignal.sweep.slurm`): ``jobs`` jobs of ``cores`` worker processes,
+            kept alive as jobs reach their walltime or are cancelled; their jobs are
+            cancelled when the sweep ends.
 """
 
 from __future__ import annotations
@@ -24,12 +28,14 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Iterator, Protocol
 
 from ..config import ConfigError
+from .slurm import SlurmOptions, slurm_cluster
 from .tasks import Task, TaskOutcome, mark_worker_process, run_task
 
-__all__ = ["Executor", "SerialExecutor", "LocalExecutor", "DaskExecutor", "make_executor",
+__all__ = ["Executor", "SerialExecutor", "LocalExecutor", "DaskExecutor", "SlurmExecutor",
+           "make_executor",
            "EXECUTORS"]
 
-EXECUTORS = ("local", "dask", "serial")
+EXECUTORS = ("local", "dask", "slurm", "serial")
 
 Finished = tuple[Task, "TaskOutcome | BaseException"]
 
@@ -147,7 +153,7 @@ class DaskExecutor:
     reached."""
 
     def __init__(self, scheduler: str | None = None, workers: int | None = None,
-                 retries: int = 2):
+                 retries: int = 2, cluster: object | None = None):
         try:
             import distributed
         except ImportError:
@@ -157,7 +163,10 @@ class DaskExecutor:
             ) from None
         self.retries = retries
         self.cluster = None
-        if scheduler:
+        if cluster is not None:  # a cluster started by a subclass; closed by it
+            self.client = distributed.Client(cluster)
+            self.description = f"Dask cluster {type(cluster).__name__}"
+        elif scheduler:
             try:
                 self.client = distributed.Client(scheduler, timeout="20s")
             except (OSError, TimeoutError) as exc:
@@ -202,13 +211,40 @@ class DaskExecutor:
                 self.cluster.close()
 
 
+class SlurmExecutor(DaskExecutor):
+    """Tasks on Slurm jobs through dask-jobqueue (see :mod:`attnsignal.sweep.slurm`).
+
+    Raises ConfigError when dask-jobqueue or Slurm's ``sbatch`` is missing."""
+
+    def __init__(self, options: SlurmOptions, retries: int = 2):
+        self._jobs = slurm_cluster(options)
+        cluster = self._jobs.__enter__()
+        try:
+            super().__init__(retries=retries, cluster=cluster)
+        except BaseException:
+            self._jobs.__exit__(None, None, None)
+            raise
+        where = f"partition {options.partition}" if options.partition else "default partition"
+        self.description = (f"Slurm: {options.jobs} job(s) × {options.cores} worker(s), "
+                            f"{where}, walltime {options.walltime}")
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self._jobs.__exit__(None, None, None)
+
+
 def make_executor(name: str, *, scheduler: str | None, workers: int | None,
-                  retries: int) -> Executor:
-    """The executor called ``name`` (one of :data:`EXECUTORS`)."""
+                  retries: int, slurm: SlurmOptions | None = None) -> Executor:
+    """The executor called ``name`` (one of :data:`EXECUTORS`); ``slurm`` configures the
+    ``"slurm"`` one (default ``SlurmOptions()``)."""
     if name == "serial":
         return SerialExecutor()
     if name == "local":
         return LocalExecutor(workers, retries)
     if name == "dask":
         return DaskExecutor(scheduler, workers, retries)
+    if name == "slurm":
+        return SlurmExecutor(slurm or SlurmOptions(), retries)
     raise ConfigError("executor", "must be one of " + ", ".join(map(repr, EXECUTORS)), name)

@@ -9,8 +9,6 @@ of its content's determinants, and :func:`load_sweep` reads exactly the planned 
 
 from __future__ import annotations
 
-import importlib.util
-import numbers
 import os
 import time
 import warnings
@@ -19,7 +17,12 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from ..config import ConfigError, NotRobbinsMonroWarning
+from ..engines import get_engine
+from ..limits import check_memory, format_bytes
+from ..paths import check_output_dir
+from ..validation import Integer, OneOf, Optional
 from .executors import EXECUTORS, Executor, make_executor
+from .slurm import SlurmOptions
 from .spec import SweepSpec
 from .store import (
     MANIFEST, ManifestWriter, SweepStoreError, check_shard, discard_shard, locked,
@@ -30,8 +33,9 @@ from .tasks import Task, TaskOutcome, plan_tasks
 __all__ = ["run_sweep", "SweepReport", "TaskFailure"]
 
 
-def _is_int(v: Any) -> bool:
-    return isinstance(v, numbers.Integral) and not isinstance(v, bool)
+_WORKERS = Optional(Integer(ge=1))
+_CHUNK_RUNS = Optional(Integer(ge=1))
+_RETRIES = Integer(ge=0)
 
 
 @dataclass(frozen=True)
@@ -97,32 +101,33 @@ class SweepReport:
         return s + f" — {self.seconds:.1f} s"
 
 
+#: Memory one worker process needs before it computes anything (interpreter + libraries).
+WORKER_BYTES = 200 * 2**20
+
+
 def check_executor_options(executor: str, scheduler: str | None = None,
                            workers: int | None = None, chunk_runs: int | None = None,
                            retries: int = 0) -> None:
     """Validate how a sweep is to be run; :class:`~attnsignal.config.ConfigError` (one line
     naming the option) on a bad combination. Used by :func:`run_sweep` and by callers that
     must fail before writing anything (``attnsignal reproduce``)."""
-    if executor not in EXECUTORS:
-        raise ConfigError("executor", "must be one of " + ", ".join(map(repr, EXECUTORS)),
-                          executor)
+    OneOf(*EXECUTORS).check("executor", executor)
     if scheduler is not None:
         if executor != "dask":
             raise ConfigError("scheduler", "only with executor 'dask'", scheduler)
         if not isinstance(scheduler, str) or not scheduler:
             raise ConfigError("scheduler", "must be an address such as 'tcp://host:8786'",
                               scheduler)
-    if workers is not None:
-        if not _is_int(workers) or workers < 1:
-            raise ConfigError("workers", "must be an integer >= 1 (or None)", workers)
-        if scheduler is not None or executor == "serial":
+    if _WORKERS.check("workers", workers) is not None:
+        # each worker is a process with numpy, pandas and numba loaded
+        check_memory("workers", float(workers) * WORKER_BYTES,
+                     f"{workers} worker processes (≈ {format_bytes(WORKER_BYTES)} each)", workers)
+        if scheduler is not None or executor in ("serial", "slurm"):
             raise ConfigError("workers", "only for executor 'local', or 'dask' without a "
-                              "scheduler address (a running cluster has its own workers)",
-                              workers)
-    if chunk_runs is not None and (not _is_int(chunk_runs) or chunk_runs < 1):
-        raise ConfigError("chunk_runs", "must be an integer >= 1 (or None)", chunk_runs)
-    if not _is_int(retries) or retries < 0:
-        raise ConfigError("retries", "must be an integer >= 0", retries)
+                              "scheduler address (a running cluster has its own workers; "
+                              "on Slurm use slurm.jobs and slurm.cores)", workers)
+    _CHUNK_RUNS.check("chunk_runs", chunk_runs)
+    _RETRIES.check("retries", retries)
 
 
 def _as_spec(spec: Any) -> SweepSpec:
@@ -140,10 +145,9 @@ def _warn_schedules(spec: SweepSpec) -> None:
     for p in spec.points():
         if p.step not in seen and not p.step.robbins_monro:
             seen.add(p.step)
-            warnings.warn(
-                f"{p.label()}: step.power = {p.step.power:g} is outside (1/2, 1]; the schedule "
-                "is not Robbins–Monro", NotRobbinsMonroWarning, stacklevel=3,
-            )
+            warnings.warn(f"{p.label()}: the schedule is not Robbins–Monro "
+                          f"({p.step.not_robbins_monro_reason()})", NotRobbinsMonroWarning,
+                          stacklevel=3)
 
 
 class _Bar:
@@ -190,6 +194,7 @@ def run_sweep(
     progress: bool = True,
     retries: int = 2,
     on_task: Callable[[Task, TaskOutcome | BaseException], None] | None = None,
+    slurm: SlurmOptions | Mapping[str, Any] | None = None,
 ) -> SweepReport:
     """Run (or resume) a sweep into directory ``out``.
 
@@ -197,8 +202,8 @@ def run_sweep(
     ----------
     spec : a :class:`SweepSpec`, the path of a TOML spec, or the spec as a dict.
     out : the sweep directory (created; must be visible at the same path to every worker).
-    executor : ``"local"`` (process pool here, default), ``"dask"`` or ``"serial"`` (this
-        process).
+    executor : ``"local"`` (process pool here, default), ``"dask"``, ``"slurm"`` (Slurm jobs
+        through dask-jobqueue) or ``"serial"`` (this process).
     scheduler : with ``"dask"``, the address of a running scheduler; None starts a
         ``LocalCluster`` of ``workers`` processes with one thread each.
     workers : worker processes for ``"local"`` and the ``LocalCluster`` (default
@@ -208,6 +213,8 @@ def run_sweep(
     progress : a progress bar over tasks on stderr; failures are printed as they happen.
     retries : Dask retries per task / restarts of a broken local pool.
     on_task : called in this process with each finished task and its outcome or exception.
+    slurm : with ``"slurm"``, the jobs to request (:class:`~attnsignal.sweep.slurm.SlurmOptions`
+        or a ``[slurm]``-shaped dict); None: the spec's ``[slurm]`` table, else the defaults.
 
     Returns
     -------
@@ -216,17 +223,19 @@ def run_sweep(
 
     Raises
     ------
-    ConfigError : a bad spec or option (before anything is written), or an unreachable
-        scheduler.
+    ConfigError : a bad spec or option, or an ``out`` that cannot be a writable directory
+        (before anything is written), or an unreachable scheduler.
     SweepStoreError : ``out`` holds a different sweep, is not a directory, or another sweep
         is running in it.
     """
     t0 = time.perf_counter()
     spec = _as_spec(spec)
     check_executor_options(executor, scheduler, workers, chunk_runs, retries)
-    root = Path(out)
-    if root.exists() and not root.is_dir():
-        raise SweepStoreError(f"out: must be a directory; got {str(out)!r}")
+    if slurm is not None and executor != "slurm":
+        raise ConfigError("slurm", "only with executor 'slurm'", executor)
+    if executor == "slurm" and not isinstance(slurm, SlurmOptions):
+        slurm = SlurmOptions.from_dict(slurm) if slurm is not None else spec.slurm_options()
+    root = check_output_dir(out, "out", create=False)  # a file, unwritable...: nothing runs
     old: dict[str, Any] | None = None
     if (root / MANIFEST).exists():
         try:
@@ -241,10 +250,8 @@ def run_sweep(
     if chunk_runs is None and old is not None:
         chunk_runs = old.get("chunk_runs")
     tasks = plan_tasks(spec, root, chunk_runs)
-    for engine in sorted({p.run.engine for p in spec.points()}):
-        if importlib.util.find_spec(f"attnsignal.engines.{engine}") is None:
-            raise ConfigError("sweep.engine",
-                              "must be an engine available in this build of attnsignal", engine)
+    for p in spec.points():  # variants and sizes the engine cannot do, before any work
+        get_engine(p.run.engine).check(p.model, p.run)
     _warn_schedules(spec)
     values = {p.index: dict(p.values) for p in spec.points()}
     known = {}
@@ -252,7 +259,8 @@ def run_sweep(
         known = {s["file"]: s["sha256"] for s in old.get("shards", []) if s.get("sha256")}
 
     def start() -> Executor:
-        return make_executor(executor, scheduler=scheduler, workers=workers, retries=retries)
+        return make_executor(executor, scheduler=scheduler, workers=workers, retries=retries,
+                             slurm=slurm if isinstance(slurm, SlurmOptions) else None)
 
     # A new directory is created only once the executor is up (an unreachable scheduler
     # writes nothing); an existing one is locked and verified first (maybe nothing to do).

@@ -11,9 +11,10 @@ Layout of a sweep directory ``OUT``::
 Every file is written atomically (temporary file, fsync, rename). Workers write shards and
 sidecars; only the coordinating process writes the manifest. A shard is *done* iff its file
 and its sidecar exist, the file's sha256 equals the sidecar (and the manifest's checksum, when
-the manifest has one): a shard the manifest lost (the coordinator was killed before writing
-it down) is recovered from its sidecar, and a truncated or altered shard is *corrupt* and is
-recomputed by the next run.
+the manifest has one) and the identity stored inside the shard (point, run range, key) is the
+one it is filed under: a shard the manifest lost (the coordinator was killed before writing
+it down) is recovered from its sidecar, and a truncated, altered or misfiled shard (another
+point's shard copied over it with its sidecar) is *corrupt* and is recomputed by the next run.
 """
 
 from __future__ import annotations
@@ -30,9 +31,10 @@ from typing import Any, Iterator
 import pandas as pd
 
 from .._version import __version__
-from ..results import FRAME_COLUMNS, atomic_write
+from ..persistence import atomic_write
+from ..results import FRAME_COLUMNS
 from .spec import SweepSpec
-from .tasks import SHARD_DIR, Task, TaskOutcome, sha256_bytes
+from .tasks import SHARD_DIR, Task, TaskOutcome, sha256_bytes, shard_identity_problem
 
 __all__ = [
     "SweepStoreError", "ShardStatus", "SweepStatus", "sweep_status", "load_sweep",
@@ -195,6 +197,9 @@ def check_shard(out: Path, entry: dict[str, Any], *, data: bytes | None = None) 
     recorded = entry.get("sha256")
     if recorded and recorded != digest:
         return "corrupt", "sha256 differs from the manifest (altered)"
+    problem = shard_identity_problem(data, entry)
+    if problem is not None:
+        return "corrupt", f"misfiled: {problem}"
     return "done", digest
 
 
@@ -306,6 +311,8 @@ def load_sweep(out: str | os.PathLike[str], *, partial: bool = False) -> pd.Data
             bad.append((e, state))
             continue
         f = pd.read_parquet(io.BytesIO(data))
+        if "method" not in f.columns:  # shards written before the baselines: attention
+            f.insert(0, "method", "sga")
         missing_cols = [c for c in FRAME_COLUMNS if c not in f.columns]
         if missing_cols:
             raise SweepStoreError(f"shard {e['file']}: lacks columns {missing_cols}")

@@ -5,7 +5,10 @@ run ``r`` of point ``p`` always uses ``SeedSequence(seed, spawn_key=(p, r))`` an
 bit-identical whatever the executor, the number of workers or the chunk size.
 
 The shard is named by a content hash of everything that determines it (the configs, seed,
-engine, update, point index, run range, package version); :func:`run_task` writes it
+engine, update, point index, run range, package version); the same identity is stored inside
+the shard (Parquet key-value metadata :data:`SHARD_META`: the key, point and run range), so a
+shard copied or renamed onto another task's name is detected by :func:`shard_identity_problem`
+even when its checksum sidecar travelled with it. :func:`run_task` writes the shard
 atomically, then its checksum sidecar ``<shard>.sha256``, and returns the path and checksum.
 Only the coordinating process writes the sweep manifest.
 """
@@ -29,10 +32,13 @@ from .spec import GridPoint, SweepSpec
 
 __all__ = [
     "Task", "TaskOutcome", "plan_tasks", "default_chunk", "run_task", "sha256_bytes",
-    "SHARD_FORMAT", "SHARD_DIR",
+    "SHARD_FORMAT", "SHARD_DIR", "SHARD_META", "shard_parquet_bytes", "shard_identity_problem",
 ]
 
-SHARD_FORMAT = "attnsignal.sweep-shard/1"
+#: format 2: the shard carries its identity in its Parquet metadata
+SHARD_FORMAT = "attnsignal.sweep-shard/2"
+#: Parquet key-value metadata key holding ``{"key", "point", "first_run", "runs"}`` (JSON)
+SHARD_META = b"attnsignal.shard"
 SHARD_DIR = "shards"
 #: The default chunking aims at this many tasks per sweep (at most ``runs`` per point).
 TARGET_TASKS = 32
@@ -95,6 +101,8 @@ def shard_key(p: GridPoint, first_run: int, runs: int) -> str:
     """sha256 of everything that determines a shard's content."""
     run = p.run.to_dict()
     run.pop("runs")  # the chunk's own range below is what matters
+    if run.get("method") == "sga":  # attention: the same key as before baselines existed
+        run.pop("method")
     body = {
         "format": SHARD_FORMAT,
         "version": __version__,
@@ -153,7 +161,7 @@ def run_task(task: Task) -> TaskOutcome:
     with the task's grid point), and RuntimeError when the worker's package version is not
     the coordinator's (the shard name would lie about its content).
     """
-    from ..results import atomic_write
+    from ..persistence import atomic_write
     from ..simulate import simulate
 
     if task.version != __version__:
@@ -166,14 +174,21 @@ def run_task(task: Task) -> TaskOutcome:
     t0 = time.perf_counter()
     kwargs = task.run.to_dict()
     kwargs["runs"] = task.runs
+    method = kwargs.pop("method", "sga")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the coordinator reports schedule warnings once
-        res = simulate(task.model, task.step, first_run=task.first_run,
-                       spawn_prefix=(task.point,), **kwargs)
+        if method == "sga":
+            res = simulate(task.model, task.step, first_run=task.first_run,
+                           spawn_prefix=(task.point,), **kwargs)
+        else:  # a baseline on the same token stream: steps are samples, [step] is Oja's
+            from ..baselines import baseline
+
+            res = baseline(task.model, method, samples=kwargs["steps"], runs=task.runs,
+                           seed=kwargs["seed"], record_every=kwargs["record_every"],
+                           step=task.step if method == "oja" else None,
+                           first_run=task.first_run, spawn_prefix=(task.point,))
     frame = res.to_frame()
-    buf = io.BytesIO()
-    frame.to_parquet(buf, index=False)
-    data = buf.getvalue()
+    data = shard_parquet_bytes(frame, task)
     digest = sha256_bytes(data)
     atomic_write(task.path, lambda p: Path(p).write_bytes(data))
     atomic_write(task.sidecar, lambda p: Path(p).write_text(digest + "\n"))
@@ -182,6 +197,54 @@ def run_task(task: Task) -> TaskOutcome:
         seconds=time.perf_counter() - t0, diverged=int(res.diverged.sum()),
         worker=f"{os.uname().nodename}:{os.getpid()}",
     )
+
+
+def _identity(task: Task) -> dict[str, object]:
+    return {"key": task.key, "point": task.point, "first_run": task.first_run, "runs": task.runs}
+
+
+def shard_parquet_bytes(frame, task: Task) -> bytes:
+    """The shard of ``task``: ``frame`` as Parquet with the task's identity in its metadata."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    meta = dict(table.schema.metadata or {})
+    meta[SHARD_META] = json.dumps(_identity(task), sort_keys=True).encode()
+    table = table.replace_schema_metadata(meta)
+    buf = io.BytesIO()
+    pq.write_table(table, buf)
+    return buf.getvalue()
+
+
+def shard_identity_problem(data: bytes, entry: dict) -> str | None:
+    """Why the shard bytes ``data`` are not the shard of manifest ``entry`` (its ``key``,
+    ``point``, ``first_run``, ``runs``), or None when they are: the identity stored in the
+    shard must be the entry's, and its ``run`` column must hold exactly the entry's runs."""
+    import pyarrow.parquet as pq
+
+    try:
+        pf = pq.ParquetFile(io.BytesIO(data))
+        meta = (pf.schema_arrow.metadata or {}).get(SHARD_META)
+        ident = json.loads(meta) if meta is not None else None
+    except Exception as exc:  # pyarrow raises several types
+        return f"not a readable Parquet file ({type(exc).__name__})"
+    if not isinstance(ident, dict):
+        return "carries no shard identity (not written by this version)"
+    want = {k: entry.get(k) for k in ("key", "point", "first_run", "runs")}
+    if ident != want:
+        return (f"holds point {ident.get('point')}, runs from {ident.get('first_run')} "
+                f"(x{ident.get('runs')}), not the point {want['point']}, runs from "
+                f"{want['first_run']} (x{want['runs']}) it is filed under")
+    try:
+        runs = pf.read(columns=["run"]).column("run").to_numpy()
+    except Exception as exc:
+        return f"has no readable run column ({type(exc).__name__})"
+    lo, n = int(want["first_run"]), int(want["runs"])
+    got = set(int(r) for r in runs.tolist())
+    if got != set(range(lo, lo + n)):
+        return f"holds runs {sorted(got)[:5]}…, not {lo}–{lo + n - 1}"
+    return None
 
 
 def _in_dask_worker() -> bool:

@@ -29,7 +29,14 @@ from .finite_step import (
     samples_to_reach,
     second_order_coefficient,
 )
-from .fixed_points import Basin, Basins, FixedPoint, fixed_points, landscape_verdict
+from .fixed_points import (
+    Basin,
+    Basins,
+    FixedPoint,
+    LandscapeVerdict,
+    fixed_points,
+    landscape_verdict,
+)
 from .landscape import METHODS, Landscape, landscape
 from .ode import OdeSolution, flow, solve_ode
 from .plots import plot_landscape, plot_ode, plot_sa_diagnostics
@@ -48,6 +55,7 @@ __all__ = [
     "fixed_points",
     "Basin",
     "Basins",
+    "LandscapeVerdict",
     "landscape_verdict",
     "OdeSolution",
     "solve_ode",

@@ -24,31 +24,51 @@ approximation of the finite-size ``Φ``.
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import expit
+from scipy.special import log_expit
 
 __all__ = ["asymptotic_reliability", "phi_asymptotic"]
 
 
 def phi_asymptotic(R: int, N: int, d: int, theta: float, beta: float,
                    rho: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(Φ∞(ρ), Φ∞'(ρ))`` for the standardised fixed-sign model; arrays of ``rho``'s shape."""
+    """``(Φ∞(ρ), Φ∞'(ρ))`` for the standardised fixed-sign model; arrays of ``rho``'s shape.
+
+    Evaluated without intermediate overflow: with ``x = βθρ``, every ratio of ``u = e^x`` is
+    divided by its largest power of ``u`` first (``p``, ``1 − p``, ``(Ru² + N)/(Ru + N)²`` and
+    ``(u − 1)/(Ru + N)`` stay finite for any ``x``), and ``e^{β²}`` enters through
+    ``exp(β² + log q)``. An entry whose true value exceeds the float64 range comes out as
+    ``±inf``; :func:`attnsignal.theory.landscape` turns that into a ``ConfigError``.
+    """
     rho = np.asarray(rho, dtype=np.float64)
     bt = beta * theta
-    x = bt * rho
-    if N > 0:
-        p = expit(x + np.log(R / N))
-    else:
-        p = np.ones_like(rho)
-    u = np.exp(x)
-    denom = R * u + N
-    q = (R * u * u + N) / (denom * denom)
-    eb2 = np.exp(beta * beta)
-    A = beta + p * theta * rho
-    phi = A * A + p * p * theta * theta * (1.0 - rho * rho) + (d - 1) * eb2 * q
-    dp = bt * p * (1.0 - p)
-    dphi = (2.0 * A * theta * (p + rho * dp)
-            + theta * theta * (2.0 * p * dp * (1.0 - rho * rho) - 2.0 * rho * p * p)
-            + (d - 1) * eb2 * 2.0 * bt * p * (1.0 - p) * (u - 1.0) / denom)
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        x = bt * rho
+        pos = x > 0
+        e1 = np.exp(-np.abs(x))  # e^{−|x|} in (0, 1]
+        if N > 0:
+            z = x + np.log(R / N)
+            log_p, log_omp = log_expit(z), log_expit(-z)  # log p, log(1 − p)
+            # (R u² + N)/(R u + N)² and (u − 1)/(R u + N), divided by u² resp. u when x > 0
+            q = np.where(pos, (R + N * e1 * e1) / (R + N * e1) ** 2,
+                         (R * e1 * e1 + N) / (R * e1 + N) ** 2)
+            g = np.where(pos, -np.expm1(-np.abs(x)) / (R + N * e1),
+                         np.expm1(-np.abs(x)) / (R * e1 + N))
+            absg = np.abs(g)
+            # 2βθ p(1 − p) e^{β²} (u − 1)/(Ru + N), all factors multiplied in log space
+            last = np.where(absg > 0, np.sign(g) * 2.0 * bt * np.exp(
+                log_p + log_omp + beta * beta + np.log(np.where(absg > 0, absg, 1.0))), 0.0)
+            p, omp = np.exp(log_p), np.exp(log_omp)
+        else:
+            p = np.ones_like(rho)
+            omp = np.zeros_like(rho)
+            q = np.full_like(rho, 1.0 / R)
+            last = np.zeros_like(rho)  # p(1 − p) = 0
+        A = beta + p * theta * rho
+        phi = A * A + p * p * theta * theta * (1.0 - rho * rho) + (d - 1) * np.exp(beta * beta + np.log(q))
+        dp = bt * p * omp
+        dphi = (2.0 * A * theta * (p + rho * dp)
+                + theta * theta * (2.0 * p * dp * (1.0 - rho * rho) - 2.0 * rho * p * p)
+                + (d - 1) * last)
     return phi, dphi
 
 

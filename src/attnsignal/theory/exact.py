@@ -70,10 +70,10 @@ class _Class:
     """Per-token-class integrals at an array of ``t``: ``φ``, ``log φ`` and the tilted ratios
     ``r^g`` for ``g ∈ {w, w², ws, w²s²}``; with ``deriv`` also ``λ = φ'/φ`` and ``∂_μ r^g``."""
 
-    def __init__(self, t: np.ndarray, mu: float, beta: float, deriv: bool):
+    def __init__(self, t: np.ndarray, mu: float, beta: float, deriv: bool, shift: float = 0.0):
         y, wts = _y_grid(beta)
         s = mu + y
-        ly = beta * s  # log w
+        ly = beta * (s - shift)  # log w, every weight divided by e^{β·shift}
         tw = t[:, None] * np.exp(ly)[None, :]
         with np.errstate(over="ignore"):
             E = np.exp(-tw)  # (n_t, n_y)
@@ -104,12 +104,12 @@ class _Class:
 
 
 def _integrand(u: np.ndarray, S_hat: float, R: int, N: int, d: int, theta: float, beta: float,
-               rho: float, deriv: bool) -> tuple[np.ndarray, np.ndarray | None]:
-    """``dΦ/du`` (and ``d(dΦ/dρ)/du``) at ``u = log(t Ŝ)``."""
+               rho: float, deriv: bool, shift: float = 0.0) -> tuple[np.ndarray, np.ndarray | None]:
+    """``dΦ/du`` (and ``d(dΦ/dρ)/du``) at ``u = log(t Ŝ)``; weights ``w = e^{β(s − shift)}``."""
     t = np.exp(u) / S_hat
     mu = theta * rho
-    ci = _Class(t, mu, beta, deriv)
-    cn = _Class(t, 0.0, beta, False) if N > 0 else None
+    ci = _Class(t, mu, beta, deriv, shift)
+    cn = _Class(t, 0.0, beta, False, shift) if N > 0 else None
     ell = R * ci.logphi + (N * cn.logphi if cn is not None else 0.0)
     c = theta * theta * (1.0 - rho * rho)
     zero = np.zeros_like(t)
@@ -135,17 +135,26 @@ def _integrand(u: np.ndarray, S_hat: float, R: int, N: int, d: int, theta: float
 
 def _one(R: int, N: int, d: int, theta: float, beta: float, rho: float,
          deriv: bool) -> tuple[float, float]:
-    S_hat = R * math.exp(beta * theta * rho + 0.5 * beta * beta) + N * math.exp(0.5 * beta * beta)
+    # Φ = E[P/S²] is unchanged when every weight is divided by one constant e^{β·shift}; the
+    # shift max(θρ, 0) keeps the largest typical weight near e^{β²/2} for any θρ (without it
+    # S overflows once βθρ > 709). Φ' is taken at fixed shift, so its formula is unchanged.
+    shift = max(theta * rho, 0.0)
+    S_hat = (R * math.exp(beta * (theta * rho - shift) + 0.5 * beta * beta)
+             + N * math.exp(-beta * shift + 0.5 * beta * beta))
     uc = np.arange(_U_LO, _U_HI + _H_COARSE / 2, _H_COARSE)
-    fc, _ = _integrand(uc, S_hat, R, N, d, theta, beta, rho, False)
+    fc, _ = _integrand(uc, S_hat, R, N, d, theta, beta, rho, False, shift)
     mag = np.abs(fc)
-    keep = np.nonzero(mag > _REL_CUT * mag.max())[0]
+    top = float(mag.max()) if mag.size else 0.0
+    if not (np.isfinite(top) and top > 0.0):
+        raise ConfigError("method", "'exact' cannot evaluate Φ for this model (its quadrature "
+                          f"found no finite mass at ρ = {rho:g}); use method='mc'", "exact")
+    keep = np.nonzero(mag > _REL_CUT * top)[0]
     lo = uc[max(keep[0] - 2, 0)]
     hi = uc[min(keep[-1] + 2, uc.size - 1)]
     n = int(math.ceil((hi - lo) / _H_U)) + 1
     u = np.linspace(lo, hi, n)
     h = u[1] - u[0]
-    f, df = _integrand(u, S_hat, R, N, d, theta, beta, rho, deriv)
+    f, df = _integrand(u, S_hat, R, N, d, theta, beta, rho, deriv, shift)
     # trapezoid: the ends are below 1e-19 of the peak
     phi = h * (f.sum() - 0.5 * (f[0] + f[-1]))
     dphi = h * (df.sum() - 0.5 * (df[0] + df[-1])) if deriv else float("nan")

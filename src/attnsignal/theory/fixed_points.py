@@ -30,13 +30,35 @@ from scipy.optimize import brentq
 from scipy.stats import beta as beta_dist
 
 from ..config import ModelConfig
-from ._checks import check_choice, check_model
+from ._checks import MODEL, OPTIONAL_METHOD, validated
 from .field import dphi_interpolant
-from .landscape import METHODS, landscape
+from .landscape import default_method, landscape
 
-__all__ = ["FixedPoint", "Basin", "Basins", "fixed_points", "landscape_verdict"]
+__all__ = ["FixedPoint", "Basin", "LandscapeVerdict", "Basins", "fixed_points",
+           "landscape_verdict", "resolve_method", "is_flat"]
 
 _GRID = 2000
+#: the landscape is flat when max |Φ'| <= this times max |Φ(±1)| (round-off level)
+FLAT_RTOL = 1e-12
+
+
+@validated(model=MODEL, method=OPTIONAL_METHOD)
+def resolve_method(model: ModelConfig, method: str | None) -> str:
+    """``method``, or when None the default for ``model``: ``"exact"`` if ``βσ <= 12``, else
+    ``"mc"``. Raises ``ConfigError`` for a bad model or method."""
+    return default_method(model) if method is None else method
+
+
+def phi_scale(model: ModelConfig, method: str) -> float:
+    """``max |Φ(±1)|``: the scale against which ``Φ'`` is judged zero."""
+    ends = landscape(model, np.array([-1.0, 1.0]), method, n_samples=4000)
+    return max(float(np.max(np.abs(ends.phi))), 1e-300)
+
+
+def is_flat(dphi_values: np.ndarray, scale: float) -> bool:
+    """``Φ'`` is zero up to round-off: ``max |Φ'| <= 1e-12 · scale`` (e.g. ``θ = 0``, or a
+    random-sign model whose every token is informative and ``d`` is small)."""
+    return bool(np.max(np.abs(dphi_values)) <= FLAT_RTOL * scale)
 
 
 @dataclass(frozen=True)
@@ -70,8 +92,9 @@ class Basin:
 
 
 @dataclass(frozen=True)
-class Basins:
-    """All fixed points, the basins of the attractors and a one-line verdict."""
+class LandscapeVerdict:
+    """What :func:`landscape_verdict` returns: all fixed points, the basins of the attractors
+    and a one-line verdict."""
 
     model: ModelConfig
     fixed_points: list[FixedPoint]
@@ -87,6 +110,10 @@ class Basins:
         return None
 
 
+#: Old name of :class:`LandscapeVerdict`.
+Basins = LandscapeVerdict
+
+
 def _classify_end(rho: float, dphi: float, tol: float) -> FixedPoint:
     slope = -2.0 * rho * dphi  # F'(±1) = ∓2Φ'(±1) = −2ρΦ'(ρ)
     if abs(dphi) <= tol:
@@ -95,18 +122,19 @@ def _classify_end(rho: float, dphi: float, tol: float) -> FixedPoint:
     return FixedPoint(rho, bool(is_max), "endpoint-max" if is_max else "endpoint-min", slope)
 
 
-def fixed_points(model: ModelConfig, method: str = "exact") -> list[FixedPoint]:
+@validated(model=MODEL, method=OPTIONAL_METHOD)
+def fixed_points(model: ModelConfig, method: str | None = None) -> list[FixedPoint]:
     """Stationary points of ``dρ/dt = (1 − ρ²) Φ'(ρ)`` on ``[−1, 1]``, sorted by ``rho``,
     always including ``±1`` (see the module docstring for the method and classification).
 
-    method : "exact" (default) | "asymptotic" | "mc" (common random numbers, 20 000 draws;
-    the only method for ``βσ > 12``, with the noise of its ``Φ'`` in the interior roots).
+    method : "exact" | "asymptotic" | "mc" (common random numbers, 20 000 draws; the only
+    method for ``βσ > 12``, with the noise of its ``Φ'`` in the interior roots); None (the
+    default) means "exact" where it applies (``βσ <= 12``), else "mc".
     The basins of attraction (intervals), the probability that a uniform start lands in each
     and the plain-language verdict are :func:`landscape_verdict` (built on this list).
     Raises ``ConfigError`` for a bad ``model`` or ``method``.
     """
-    check_model(model)
-    check_choice(method, "method", METHODS)
+    method = resolve_method(model, method)
     dphi_i = dphi_interpolant(model, method)
 
     def dphi(r: float) -> float:
@@ -116,12 +144,11 @@ def fixed_points(model: ModelConfig, method: str = "exact") -> list[FixedPoint]:
 
     grid = np.linspace(-1.0, 1.0, _GRID)  # even count: 0 is not a node
     vals = dphi_i(grid)
-    ends = landscape(model, np.array([-1.0, 1.0]), method, n_samples=4000)  # a scale only
-    scale = max(float(np.max(np.abs(ends.phi))), 1e-300)
-    if np.max(np.abs(vals)) <= 1e-12 * scale:
+    scale = phi_scale(model, method)
+    if is_flat(vals, scale):
         return [FixedPoint(-1.0, False, "endpoint-degenerate", 0.0),
                 FixedPoint(1.0, False, "endpoint-degenerate", 0.0)]
-    tol = 1e-12 * scale
+    tol = FLAT_RTOL * scale
     d_lo, d_hi = dphi(-1.0), dphi(1.0)
     pts = [_classify_end(-1.0, d_lo, tol)]
     sg = np.sign(vals)
@@ -161,15 +188,21 @@ def _uniform_prob(d: int, lo: float, hi: float) -> float:
     return float(cdf(hi) - cdf(lo))
 
 
-def landscape_verdict(model: ModelConfig, method: str = "exact") -> Basins:
-    """Basins of attraction and a plain-language verdict, e.g.
+@validated(model=MODEL, method=OPTIONAL_METHOD)
+def landscape_verdict(model: ModelConfig, method: str | None = None) -> LandscapeVerdict:
+    """Basins of attraction and a plain-language verdict (``method`` as in
+    :func:`fixed_points`), e.g.
 
     * ``"Φ strictly increasing on [−1, 1]: every start but ρ = −1 goes to +ξ"``;
     * ``"interior minimum at ρ* = 0.0123: both ±ξ attract (ρ0 > ρ* → +ξ, ρ0 < ρ* → −ξ)"``.
     """
     pts = fixed_points(model, method)
+    bad = [p for p in pts if not (np.isfinite(p.rho) and np.isfinite(p.slope))]
+    if bad:  # landscape() refuses non-finite values, so this is a bug guard, never silent
+        raise ValueError(f"fixed points: non-finite rho or slope {bad[0]} for {model}; "
+                         "the verdict would be built on it")
     if all(p.kind == "endpoint-degenerate" for p in pts) and len(pts) == 2:
-        return Basins(model, pts, [], "Φ is constant: every ρ is stationary (no signal to find)")
+        return LandscapeVerdict(model, pts, [], "Φ is constant: every ρ is stationary (no signal to find)")
     stable = [p for p in pts if p.stable]
     unstable = [p.rho for p in pts if not p.stable]
     basins = []
@@ -194,4 +227,4 @@ def landscape_verdict(model: ModelConfig, method: str = "exact") -> Basins:
         parts = [f"{p.kind} at ρ = {p.rho:.4g} ({'attracting' if p.stable else 'repelling'})"
                  for p in pts]
         verdict = "fixed points: " + "; ".join(parts)
-    return Basins(model, pts, basins, verdict, monotone)
+    return LandscapeVerdict(model, pts, basins, verdict, monotone)

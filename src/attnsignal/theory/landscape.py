@@ -13,6 +13,9 @@ Two reductions apply to every method:
 
 * ``σ ≠ 1``: with ``x' = x/σ`` the model ``(θ, σ, β)`` has ``J = σ² J'`` for ``(θ/σ, 1, βσ)``, so
   ``Φ = σ² Φ_std`` and ``Φ' = σ² Φ_std'`` (``ρ`` is unchanged).
+* range: ``θ/σ`` above :data:`MAX_THETA_OVER_SIGMA` is refused (``Φ`` grows like ``θ²``); a
+  value that still comes out non-finite (e.g. the closed form's ``e^{(βσ)²}`` at ``βσ = 30``)
+  raises ``ConfigError`` naming a method that works — never a silent inf or NaN.
 * random sign (``signal_sign="random"``): a sample with ``ε = −1`` is a sample of the fixed-sign
   model with latent direction ``−ξ``, whose alignment is ``−ρ``. Hence
   ``Φ_rand(ρ) = ½[Φ(ρ) + Φ(−ρ)]`` (even) and ``Φ_rand'(ρ) = ½[Φ'(ρ) − Φ'(−ρ)]`` (odd, zero at 0).
@@ -26,15 +29,59 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..config import ModelConfig
-from ._checks import check_choice, check_int, check_model, check_rho
+from ..config import ConfigError, ModelConfig
+from ..limits import check_memory, check_work
+from ._checks import METHOD, METHODS, MODEL, N_SAMPLES, RHO, SEED, validated
 from .asymptotic import phi_asymptotic
-from .exact import phi_exact
-from .landscape_mc import phi_mc
+from .exact import MAX_BETA, phi_exact
+from .landscape_mc import mc_bytes, mc_work, phi_mc
 
-__all__ = ["Landscape", "landscape", "METHODS"]
+__all__ = ["Landscape", "landscape", "METHODS", "MAX_THETA_OVER_SIGMA", "default_method",
+           "check_mc_size", "require_finite"]
 
-METHODS = ("exact", "mc", "asymptotic")
+#: The theory refuses ``θ/σ`` above this (``Φ ~ θ²`` and its square terms must fit in float64).
+MAX_THETA_OVER_SIGMA = 1e100
+
+
+def default_method(model: ModelConfig) -> str:
+    """``"exact"`` where it applies (``βσ <= 12``), else ``"mc"`` — what the ODE, fixed
+    points and verdict use when no method is given."""
+    return "exact" if model.beta * model.noise_std <= MAX_BETA else "mc"
+
+
+def _check_range(model: ModelConfig) -> None:
+    ratio = model.theta / model.noise_std
+    if not ratio <= MAX_THETA_OVER_SIGMA:
+        raise ConfigError("theta/noise_std", f"must be <= {MAX_THETA_OVER_SIGMA:g} for the theory "
+                          "(Φ grows like θ², and its squares must fit in float64)", ratio)
+
+
+def check_mc_size(model: ModelConfig, n_samples: int, n_rho: int = 1) -> None:
+    """Refuse a Monte-Carlo ``Φ`` that cannot fit in memory or finish: ConfigError with the
+    estimate (one draw of ``L`` normals at least; ``n_samples × (L + n_rho)`` operations)."""
+    L = model.n_tokens
+    check_memory("model.n_nuisance", mc_bytes(L), f"one Monte-Carlo draw of L = {L} token scores", L)
+    check_work("n_samples", mc_work(L, n_samples, n_rho),
+               f"n_samples × (L + grid) for method 'mc' (L = {L})", n_samples)
+
+
+def require_finite(model: ModelConfig, method: str, rho: np.ndarray, *arrays: np.ndarray) -> None:
+    """Raise ConfigError if any value is not finite, naming ``method`` and what to use."""
+    bad = np.zeros(np.shape(rho), dtype=bool)
+    for a in arrays:
+        bad |= ~np.isfinite(a)
+    if not bad.any():
+        return
+    at = float(np.asarray(rho)[bad].flat[0])
+    bs = model.beta * model.noise_std
+    if method == "asymptotic":
+        other = "use method='exact'" if bs <= MAX_BETA else "use method='mc'"
+        why = (f"its e^(βσ)² = e^{bs * bs:.4g} term overflows float64 at ρ = {at:g} (the closed "
+               f"form is only valid for L ≫ e^(βσ)² anyway); {other}")
+    else:
+        why = (f"Φ or Φ' is not finite at ρ = {at:g} (a value beyond float64); no method can "
+               "represent it — lower theta/noise_std or beta")
+    raise ConfigError("method", f"{method!r} cannot be used here: {why}", method)
 
 
 @dataclass(frozen=True, eq=False)
@@ -83,13 +130,15 @@ def _standard(model: ModelConfig) -> tuple[int, int, int, float, float, float]:
 
 def _deterministic(fn, model: ModelConfig, rho: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     R, N, d, th, be, s2 = _standard(model)
-    phi, dphi = fn(R, N, d, th, be, rho)
-    if model.signal_sign == "random":
-        phm, dphm = fn(R, N, d, th, be, -rho)
-        phi, dphi = 0.5 * (phi + phm), 0.5 * (dphi - dphm)
-    return s2 * phi, s2 * dphi
+    with np.errstate(over="ignore", invalid="ignore"):  # non-finite values are reported below
+        phi, dphi = fn(R, N, d, th, be, rho)
+        if model.signal_sign == "random":
+            phm, dphm = fn(R, N, d, th, be, -rho)
+            phi, dphi = 0.5 * (phi + phm), 0.5 * (dphi - dphm)
+        return s2 * phi, s2 * dphi
 
 
+@validated(model=MODEL, rho=RHO, method=METHOD, n_samples=N_SAMPLES, seed=SEED)
 def landscape(model: ModelConfig, rho: Any, method: str = "exact", *,
               n_samples: int = 100_000, seed: int = 0) -> Landscape:
     """``Φ(ρ)`` and ``Φ'(ρ)`` at the alignments ``rho`` (scalar or array in ``[−1, 1]``).
@@ -109,11 +158,12 @@ def landscape(model: ModelConfig, rho: Any, method: str = "exact", *,
     Raises
     ------
     ConfigError (ValueError): ``rho`` outside ``[−1, 1]`` or not finite, unknown ``method``,
-    bad ``n_samples``/``seed``, ``β σ > 12`` with method "exact".
+    bad ``n_samples``/``seed``, ``β σ > 12`` with method "exact", ``θ/σ > 1e100``, a
+    Monte-Carlo size that cannot fit in memory or finish (the estimate is in the message), or
+    a value that would not be finite (the message names a method that works).
     """
-    check_model(model)
-    r = check_rho(rho)
-    check_choice(method, "method", METHODS)
+    r = rho
+    _check_range(model)
     se_phi = se_dphi = None
     used = None
     if method == "asymptotic":
@@ -121,12 +171,13 @@ def landscape(model: ModelConfig, rho: Any, method: str = "exact", *,
     elif method == "exact":
         phi, dphi = _deterministic(phi_exact, model, r)
     else:
-        used = check_int(n_samples, "n_samples", 2)
-        check_int(seed, "seed", 0)
+        used = n_samples
+        check_mc_size(model, used, r.size)
         R, N, d, th, be, s2 = _standard(model)
         phi, dphi, se_phi, se_dphi = phi_mc(R, N, d, th, be, r.ravel(), used, seed,
                                             random_sign=model.signal_sign == "random")
         phi, dphi = s2 * phi.reshape(r.shape), s2 * dphi.reshape(r.shape)
         se_phi, se_dphi = s2 * se_phi.reshape(r.shape), s2 * se_dphi.reshape(r.shape)
+    require_finite(model, method, r, phi, dphi)
     return Landscape(rho=r, phi=phi, dphi=dphi, method=method, model=model,
                      phi_stderr=se_phi, dphi_stderr=se_dphi, n_samples=used)

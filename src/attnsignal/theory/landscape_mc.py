@@ -24,9 +24,21 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["phi_mc", "Moments"]
+__all__ = ["phi_mc", "Moments", "mc_bytes", "mc_work"]
 
 _CHUNK = 1 << 21
+
+
+def mc_bytes(L: int) -> float:
+    """Peak memory of :func:`phi_mc`, bytes: a chunk holds at least one draw of ``L`` normals
+    (and its exponentials), else ``2^21`` of them."""
+    return 8.0 * 3 * max(L, _CHUNK)
+
+
+def mc_work(L: int, n_samples: int, n_rho: int) -> float:
+    """Elementary operations of :func:`phi_mc`: ``L`` normals per draw, ``O(1)`` per
+    (draw, ρ)."""
+    return float(n_samples) * (float(L) + 20.0 * n_rho)
 
 
 class Moments:
@@ -120,6 +132,13 @@ def phi_mc(R: int, N: int, d: int, theta: float, beta: float, rho: np.ndarray,
     rows_per_chunk = max(1, min(n_samples, _CHUNK // L))
     acc_v, acc_d = Moments(), Moments()
     left = n_samples
+    with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+        _draw_all(rng, R, N, d, theta, beta, rho, left, rows_per_chunk, random_sign, acc_v, acc_d)
+    return (np.asarray(acc_v.mean), np.asarray(acc_d.mean), acc_v.stderr, acc_d.stderr)
+
+
+def _draw_all(rng, R, N, d, theta, beta, rho, left, rows_per_chunk, random_sign,
+              acc_v: Moments, acc_d: Moments) -> None:
     while left > 0:
         rows = min(rows_per_chunk, left)
         left -= rows
@@ -132,4 +151,3 @@ def phi_mc(R: int, N: int, d: int, theta: float, beta: float, rho: np.ndarray,
             dval = 0.5 * (dval - d2)
         acc_v.update(val)
         acc_d.update(dval)
-    return (np.asarray(acc_v.mean), np.asarray(acc_d.mean), acc_v.stderr, acc_d.stderr)

@@ -1,0 +1,214 @@
+"""``efficiency``: samples each estimator needs to reach a target ``|ρ|``, measured and
+predicted, with ratios to the oracle.
+
+Measured: ``runs`` runs of each method on log-spaced records; the samples to reach a target
+are where the mean ``|ρ|`` over runs first reaches it, interpolated linearly in
+``(log k, log(1 − E|ρ|))`` between the two records around the crossing (NaN if it is not
+reached within the budget). Predicted: the smallest ``k`` at which :func:`baseline_theory`
+reaches the target (exact for the means and the oracle, BBP for PCA, mean field for Oja) and,
+for attention, :func:`attnsignal.theory.samples_to_reach` (the ODE hitting time moved on by
+the finite-step plateau) under the same schedule.
+
+Attention runs with the best schedule the library knows: the schedule advisor
+(``attnsignal.advise_schedule``) when it is present, else E1's
+``η_k = 0.03 (1 + k/1000)^(−1)`` (:func:`attention_schedule` is the hook).
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..config import ConfigError, ModelConfig, StepSize
+from ..validation import Integer, Optional
+from .base import method_names
+from .runner import baseline
+from .theory import baseline_theory
+
+__all__ = ["efficiency", "attention_schedule", "samples_to_target", "predicted_samples",
+           "E1_SCHEDULE"]
+
+#: E1's schedule: the fallback for attention when no advisor is available.
+E1_SCHEDULE = StepSize(eta0=0.03, k0=1000.0, power=1.0)
+
+
+def attention_schedule(model: ModelConfig, target: float) -> tuple[Any, str]:
+    """The schedule attention runs with in the table, and where it comes from."""
+    try:
+        from ..theory import advise_schedule  # type: ignore[attr-defined]
+    except ImportError:
+        return E1_SCHEDULE, "E1 schedule η_k = 0.03 (1 + k/1000)^(−1)"
+    advice = advise_schedule(model, target)
+    return advice.step, "advise_schedule"
+
+
+def samples_to_target(steps: np.ndarray, mean_abs: np.ndarray, target: float) -> float:
+    """First crossing of ``target`` by the curve ``mean_abs`` over the records ``steps``,
+    interpolated in ``(log k, log(1 − E|ρ|))``; NaN if never reached."""
+    steps = np.asarray(steps, dtype=np.float64)
+    m = np.asarray(mean_abs, dtype=np.float64)
+    hit = np.flatnonzero(m >= target)
+    if hit.size == 0:
+        return float("nan")
+    j = int(hit[0])
+    if j == 0:
+        return float(steps[0])
+    k0, k1 = steps[j - 1], steps[j]
+    g0, g1, gt = 1.0 - m[j - 1], 1.0 - m[j], 1.0 - target
+    if k0 <= 0 or g0 <= 0 or g1 <= 0 or g0 == g1:
+        return float(k1)
+    frac = (np.log(gt) - np.log(g0)) / (np.log(g1) - np.log(g0))
+    return float(np.exp(np.log(k0) + frac * (np.log(k1) - np.log(k0))))
+
+
+def predicted_samples(model: ModelConfig, method: str, target: float, budget: int,
+                      step: Any = None) -> float:
+    """Smallest ``k <= budget`` with predicted ``E|ρ_k| >= target`` (NaN if none)."""
+    if method == "oja":  # recursions over log grids of doubling length, then interpolate
+        top = min(budget, 1000)
+        while True:
+            ks = np.unique(np.round(np.geomspace(1, top, 200)).astype(np.int64))
+            pred = baseline_theory(model, "oja", ks, step=step)
+            if pred[-1] >= target or top >= budget:
+                return samples_to_target(ks, pred, target)
+            top = min(budget, 4 * top)
+    if baseline_theory(model, method, [budget])[0] < target:
+        return float("nan")
+    lo, hi = 0, budget  # E|ρ_k| is increasing in k for the means, the oracle and BBP
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if baseline_theory(model, method, [mid])[0] >= target:
+            hi = mid
+        else:
+            lo = mid
+    return float(hi)
+
+
+def efficiency(
+    model: ModelConfig,
+    target: float | Sequence[float],
+    *,
+    methods: Sequence[str] = ("sga", "mean", "pca", "oja", "oracle"),
+    samples: int | None = None,
+    runs: int = 16,
+    seed: int = 0,
+    attention_step: Any = None,
+    oja_step: Any = None,
+    records: int = 80,
+    theory: bool = True,
+    attention_theory: bool = True,
+    theory_samples: int = 4000,
+    results: dict[str, Any] | None = None,
+) -> pd.DataFrame:
+    """The sample-efficiency table: one row per (method, target).
+
+    Parameters
+    ----------
+    model : the data model; target : one ``|ρ|`` in (0, 1) or several.
+    methods : ``"sga"`` (attention, :func:`attnsignal.simulate` with the chain engine) and
+        baseline names. samples : per-run budget (None: twice the largest prediction, at
+        least 1 000, at most 2 000 000). runs, seed : of every method's simulation.
+    attention_step : attention's schedule (None: :func:`attention_schedule`).
+    oja_step : Oja's schedule (None: its default). records : log-spaced records per run.
+    theory : also predict. attention_theory : include attention's prediction (seconds per
+        target: an ODE solve and ``theory_samples`` Monte Carlo draws for ``κ``).
+    results : precomputed ``Result`` per method (e.g. E1's attention runs), used instead of
+        simulating; their records decide the resolution of the measured crossing.
+
+    Returns
+    -------
+    pandas DataFrame with columns ``method, target, samples, predicted, ratio, ratio_predicted,
+    schedule`` — ``ratio`` is ``samples / oracle's samples`` at the same target (measured;
+    ``ratio_predicted`` from the predictions); NaN where a method does not reach the target
+    within the budget (e.g. the token mean in the random-sign variant).
+    """
+    if not isinstance(model, ModelConfig):
+        raise TypeError(f"model: must be a ModelConfig; got {type(model).__name__}")
+    targets = np.atleast_1d(np.asarray(target, dtype=np.float64))
+    if targets.size == 0 or not np.all((targets > 0) & (targets < 1)):
+        raise ConfigError("target", "must be numbers in (0, 1)", target)
+    allowed = ("sga", *method_names())
+    for m in methods:
+        if m not in allowed:
+            raise ConfigError("methods", "must be among " + ", ".join(map(repr, allowed)), m)
+    for name, value, lo in (("runs", runs, 1), ("seed", seed, 0), ("records", records, 2),
+                            ("theory_samples", theory_samples, 100)):
+        Integer(ge=lo).check(name, value)
+    Optional(Integer(ge=1)).check("samples", samples)
+    results = dict(results or {})
+    tmax = float(targets.max())
+    if attention_step is None and "sga" in methods and "sga" not in results:
+        attention_step, source = attention_schedule(model, tmax)
+    else:
+        source = "given" if attention_step is not None else "precomputed runs"
+
+    pred_budget = int(samples) if samples is not None else 2_000_000
+    predicted: dict[tuple[str, float], float] = {}
+    if theory:
+        for m in methods:
+            if m == "sga" and (not attention_theory or attention_step is None):
+                continue
+            for t in targets:
+                predicted[m, t] = _predict(model, m, float(t), pred_budget, attention_step,
+                                           oja_step, theory_samples)
+    if samples is None:
+        finite = [v for v in predicted.values() if np.isfinite(v)]
+        samples = int(min(2_000_000, max(1000, 2 * max(finite)))) if finite else 100_000
+
+    rows = []
+    for m in methods:
+        res = results.get(m)
+        if res is None:
+            res = _simulate(model, m, int(samples), runs, seed, records, attention_step,
+                            oja_step)
+        mean_abs = np.nanmean(np.abs(res.alignment), axis=0)
+        sched = ("" if m not in ("sga", "oja") else
+                 getattr(res.schedule, "describe", lambda: str(res.schedule))())
+        for t in targets:
+            rows.append({
+                "method": m, "target": float(t),
+                "samples": samples_to_target(res.steps, mean_abs, float(t)),
+                "predicted": predicted.get((m, t), float("nan")),
+                "schedule": sched + (f" ({source})" if m == "sga" else ""),
+            })
+    frame = pd.DataFrame(rows)
+    for col, out in (("samples", "ratio"), ("predicted", "ratio_predicted")):
+        ref = frame[frame["method"] == "oracle"].set_index("target")[col]
+        frame[out] = frame[col] / frame["target"].map(ref) if len(ref) else np.nan
+    return frame[["method", "target", "samples", "predicted", "ratio", "ratio_predicted",
+                  "schedule"]]
+
+
+def _predict(model: ModelConfig, method: str, target: float, budget: int, attention_step: Any,
+             oja_step: Any, theory_samples: int = 4000) -> float:
+    if method != "sga":
+        return predicted_samples(model, method, target, budget,
+                                 step=oja_step if method == "oja" else None)
+    from ..theory import samples_to_reach
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = samples_to_reach(model, attention_step, target, plateau=False,
+                               n_samples=theory_samples)
+    return float(got.samples) if got.samples >= 0 else float("nan")
+
+
+def _simulate(model: ModelConfig, method: str, samples: int, runs: int, seed: int,
+              records: int, attention_step: Any, oja_step: Any):
+    ks = np.unique(np.round(np.geomspace(1, samples, records)).astype(np.int64))
+    if method != "sga":
+        return baseline(model, method, samples=samples, runs=runs, seed=seed,
+                        record=list(ks), step=oja_step if method == "oja" else None)
+    from ..simulate import simulate
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return simulate(model, attention_step, steps=samples, runs=runs, seed=seed,
+                            engine="chain", record=list(ks))
+        except TypeError:  # before simulate(record=...): linear records
+            return simulate(model, attention_step, steps=samples, runs=runs, seed=seed,
+                            engine="chain", record_every=max(1, samples // (4 * records)))

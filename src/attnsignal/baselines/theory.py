@@ -1,0 +1,248 @@
+"""``baseline_theory``: predicted ``E|ρ|`` of each baseline after ``k`` samples.
+
+Notation (σ = 1 after standardising; :mod:`.base`): the per-sample token mean is
+``m = ε c ξ + N(0, I/L)``, ``c = Rθ/(Lσ)``, and ``ℓ = c²L = (Rθ/σ)²/L`` is the signal-to-noise
+ratio of one sample in the direction ``ξ``.
+
+``mean``, fixed sign — **exact** (every ``k``, ``d``, ``L``). ``√(Lk)·m̄_k`` is
+``√(kℓ) ξ + N(0, I)``, so ``ρ² = X/(X + Q)`` with ``X ~ χ'²_1(λ = kℓ)``, ``Q ~ χ²_{d−1}``: a
+noncentral Beta. As a Poisson(``λ/2``) mixture of ``Beta(j + 1/2, (d−1)/2)`` and
+``E√Beta(α, β) = Γ(α + ½)Γ(α + β)/(Γ(α)Γ(α + β + ½))``:
+
+    E|ρ| = Σ_j Pois(j; λ/2) Γ(j + 1) Γ(j + d/2) / (Γ(j + ½) Γ(j + d/2 + ½)),
+
+and ``1 − E|ρ| ≈ (d − 1)/(2kℓ)`` for ``kℓ ≫ d``.
+
+``mean``, random sign — **exact**: given the sign sum ``S = Σ ε_t`` (``(S + k)/2`` is
+Binomial(``k``, ½)), the same with ``λ = ℓ S²/k``; averaged over ``S``. It does not converge:
+as ``k → ∞``, ``λ → ℓ Z²`` (``Z ~ N(0,1)``) — the alignment of a random direction drawn from
+``N(0, diag(1 + ℓ, 1, …, 1))``, i.e. of a uniform direction when ``ℓ ≪ 1``.
+
+``oracle`` — **exact**: the fixed-sign mean with ``ℓ → Rθ²/σ²`` (both variants).
+
+``pca`` — **asymptotic** (BBP / spiked covariance; ``d, k → ∞`` with ``γ = d/k``): the
+uncentred second moment ``E[m mᵀ] = c² ξξᵀ + I/L`` is a spike of strength ``ℓ``, and
+
+    ρ² → (1 − γ/ℓ²)/(1 + γ/ℓ)   for γ < ℓ² (else 0),
+
+the same in both sign variants (the second moment is even in ``ε``). For ``k ≫ d``:
+``1 − |ρ| ≈ d(1 + ℓ)/(2kℓ²)``. Below the threshold the finite-``d`` value is ``O(d^{−1/2})``,
+not 0; at ``k = 0`` we return the exact value of the initial guess.
+
+``oja`` — **mean-field** recursion for ``x = 1 − ρ²`` (one step of the reduced update of
+:mod:`.oja` expanded to ``O(η²)`` and averaged, ``λ1 = c² + 1/L``, ``λ2 = 1/L``, ``g = c²``):
+
+    x_{k+1} = x_k − 2 η_k g x_k (1 − x_k) + η_k² κ(ρ_k),
+    κ = ρ²λ1λ2(d−1) + s²λ2²(d+1) − s²[ρ²A4 + s²λ1λ2 + ρ²λ1λ2 + 3s²λ2² + (ρ²λ1 + s²λ2)(d−2)λ2]
+        + 4s²[ρ⁴A4 + 6ρ²s²λ1λ2 + 3s⁴λ2²] − 12s²ρ²λ1λ2 − 12s⁴λ2²,
+
+``s² = x``, ``A4 = E a⁴ = c⁴ + 6c²λ2 + 3λ2²``, *less* the fluctuation of ``ρ`` itself,
+``E(Δρ)² = η² s²[s²ρ²(A4 − 2λ1λ2 + 3λ2²) + (s² − ρ²)² λ1λ2]``, which is carried instead by
+an effective start: the escape from ``ρ ≈ 0`` is linear, ``ρ_{k+1} = (1 + η_k g) ρ_k +
+η_k √(λ1λ2) ζ_k``, so its noise is a Gaussian added to the start,
+``ρ_eff = ρ0 + N(0, Σ_j η_j² λ1λ2 / G_{j+1}²)``, ``G_j = Π_{i<j}(1 + η_i g)``, with
+``ρ0² ~ Beta(1/2, (d−1)/2)``. ``E|ρ_k| ≈ E √(1 − x_k(ρ_eff))`` over :data:`OJA_STARTS`
+quantiles of ``|ρ_eff|``. While ``η_k E‖m‖² > 2`` each step essentially resets ``q`` to the
+direction of the sample it saw: the recursion starts after those steps, from the alignment of
+one token mean. The runs that start near ``ξ^⊥`` are the slow ones (with
+``η ∝ 1/k``, ``ρ`` grows like ``ρ_eff k/k0``), and this is what decides ``E|ρ|``. Assumes
+``η_k ‖m‖²`` small; checked against simulation in ``tests/baselines/test_theory.py``. With ``η_k = a/(k + k0)``, ``a = 1/g``: ``1 − |ρ| ≈ (d−1)λ1λ2/(2g²k)``, PCA's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numba import njit
+from scipy.special import gammaln
+
+from ..config import ConfigError, ModelConfig
+from ..validation import Integer
+from .base import BaselineConfig, method_names
+
+#: Quantiles of the uniform start averaged over in Oja's mean-field prediction.
+OJA_STARTS = 64
+
+__all__ = ["baseline_theory", "mean_alignment_exact", "uniform_mean_abs", "pca_bbp"]
+
+
+def _g(j: np.ndarray, d: int) -> np.ndarray:
+    """``E√B`` for ``B ~ Beta(j + 1/2, (d − 1)/2)``."""
+    return np.exp(gammaln(j + 1.0) + gammaln(j + d / 2.0) - gammaln(j + 0.5)
+                  - gammaln(j + d / 2.0 + 0.5))
+
+
+def uniform_mean_abs(d: int) -> float:
+    """``E|ρ|`` of a uniform point of ``S^{d−1}``: ``Γ(d/2)/(√π Γ((d+1)/2))``."""
+    return float(_g(np.array(0.0), d))
+
+
+def _noncentral_mean_abs(lam: np.ndarray, d: int) -> np.ndarray:
+    """``E√B``, ``B ~`` noncentral ``Beta(1/2, (d−1)/2; λ)``, for each ``λ`` (Poisson mixture)."""
+    lam = np.atleast_1d(np.asarray(lam, dtype=np.float64))
+    out = np.empty(lam.shape)
+    for i, lm in np.ndenumerate(lam):
+        mu = lm / 2.0
+        w = 12.0 * np.sqrt(mu) + 40.0
+        j = np.arange(max(0, int(mu - w)), int(mu + w) + 1, dtype=np.float64)
+        logw = -mu + j * np.log(mu) - gammaln(j + 1.0) if mu > 0 else np.where(j == 0, 0.0, -np.inf)
+        out[i] = np.sum(np.exp(logw) * _g(j, d))
+    return out
+
+
+def mean_alignment_exact(d: int, ell: float, k: np.ndarray, random_sign: bool = False
+                         ) -> np.ndarray:
+    """Exact ``E|ρ|`` of the running token mean after ``k`` samples (see the module)."""
+    k = np.atleast_1d(np.asarray(k, dtype=np.int64))
+    out = np.empty(k.shape, dtype=np.float64)
+    for i, kk in np.ndenumerate(k):
+        if kk == 0:
+            out[i] = uniform_mean_abs(d)
+        elif not random_sign:
+            out[i] = _noncentral_mean_abs(np.array([kk * ell]), d)[0]
+        else:
+            w = 12.0 * np.sqrt(kk) + 10
+            b = np.arange(max(0, int(kk / 2 - w / 2)), min(kk, int(kk / 2 + w / 2)) + 1)
+            logp = (gammaln(kk + 1.0) - gammaln(b + 1.0) - gammaln(kk - b + 1.0)
+                    - kk * np.log(2.0))
+            S = 2.0 * b - kk
+            lam = ell * S * S / kk
+            # many sign sums share a value of λ: evaluate each distinct one once
+            ul, inv = np.unique(lam, return_inverse=True)
+            out[i] = float(np.sum(np.exp(logp) * _noncentral_mean_abs(ul, d)[inv]))
+    return out
+
+
+def pca_bbp(d: int, ell: float, k: np.ndarray) -> np.ndarray:
+    """BBP limit of ``|ρ|`` for the top eigenvector after ``k >= 1`` samples."""
+    gam = d / np.asarray(k, dtype=np.float64)
+    r2 = (1.0 - gam / ell ** 2) / (1.0 + gam / ell)
+    return np.sqrt(np.clip(r2, 0.0, 1.0))
+
+
+@njit(cache=True)
+def _oja_meanfield(etas: np.ndarray, x0: float, c: float, lam2: float, d: int,
+                   out_at: np.ndarray) -> np.ndarray:
+    lam1 = c * c + lam2
+    gap = c * c
+    A4 = c ** 4 + 6.0 * c * c * lam2 + 3.0 * lam2 * lam2
+    out = np.empty(out_at.size)
+    x = x0
+    j = 0
+    for k in range(etas.size + 1):
+        while j < out_at.size and out_at[j] == k:
+            out[j] = x
+            j += 1
+        if k == etas.size:
+            break
+        eta = etas[k]
+        s2 = x
+        r2 = 1.0 - x
+        kap = (r2 * lam1 * lam2 * (d - 1) + s2 * lam2 * lam2 * (d + 1)
+               - s2 * (r2 * A4 + s2 * lam1 * lam2 + r2 * lam1 * lam2 + 3 * s2 * lam2 * lam2
+                       + (r2 * lam1 + s2 * lam2) * (d - 2) * lam2)
+               + 4 * s2 * (r2 * r2 * A4 + 6 * r2 * s2 * lam1 * lam2 + 3 * s2 * s2 * lam2 * lam2)
+               - 12 * s2 * r2 * lam1 * lam2 - 12 * s2 * s2 * lam2 * lam2)
+        # less the fluctuation of ρ itself, E(Δρ)² (−E(Δρ)² is part of E Δx): the effective
+        # start carries it (it matters only in the escape from ρ ≈ 0)
+        kap += s2 * (s2 * r2 * (A4 - 2 * lam1 * lam2 + 3 * lam2 * lam2)
+                     + (s2 - r2) ** 2 * lam1 * lam2)
+        x = x - 2.0 * eta * gap * x * (1.0 - x) + eta * eta * kap
+        x = min(1.0, max(0.0, x))
+    return out
+
+
+def _quantiles(values: np.ndarray, n: int) -> np.ndarray:
+    v = np.sort(values.ravel())
+    return v[(np.arange(n) * v.size) // n + v.size // (2 * n)]
+
+
+def _oja_start(kstar: int, c: float, lam2: float, d: int) -> np.ndarray:
+    """:data:`OJA_STARTS` quantiles of ``|ρ|`` where the recursion starts: the uniform start
+    (``kstar = 0``), or — after steps so large that each resets ``q`` to the direction of the
+    sample it saw — the alignment of one token mean, ``|√ℓ + Z|/√((√ℓ + Z)² + χ²_{d−1})``."""
+    from scipy.stats import beta, chi2, norm
+
+    n = OJA_STARTS
+    p = (np.arange(n) + 0.5) / n
+    if kstar == 0:
+        return np.sqrt(beta.ppf(p, 0.5, (d - 1) / 2.0))
+    y = np.abs(np.sqrt(c * c / lam2) + norm.ppf(p))
+    q = chi2.ppf(p, d - 1)
+    return _quantiles(y[:, None] / np.sqrt(y[:, None] ** 2 + q[None, :]), n)
+
+
+def _oja_effective_start(etas: np.ndarray, r0: np.ndarray, c: float, lam2: float
+                         ) -> np.ndarray:
+    """Quantiles of ``ρ_eff²``, ``ρ_eff = ρ0 + N(0, v)``: the escape from ``ρ ≈ 0`` is linear,
+    ``ρ_{k+1} = (1 + η_k g) ρ_k + η_k √(λ1 λ2) ζ_k``, so its noise acts as a Gaussian
+    addition to the start, ``v = Σ_j η_j² λ1 λ2 / G_{j+1}²``, ``G_j = Π_{i<j} (1 + η_i g)``."""
+    from scipy.stats import norm
+
+    g, lam1 = c * c, c * c + lam2
+    logG = np.cumsum(np.log1p(etas * g))
+    v = float(np.sum(etas ** 2 * lam1 * lam2 * np.exp(-2.0 * logG)))
+    n = r0.size
+    z = norm.ppf((np.arange(n) + 0.5) / n) * np.sqrt(v)
+    return np.minimum(_quantiles(np.abs(r0[:, None] + z[None, :]), n), 1.0) ** 2
+
+
+def _oja_prediction(etas: np.ndarray, c: float, lam2: float, d: int, order: np.ndarray
+                    ) -> np.ndarray:
+    """Mean-field ``E|ρ_k|`` at the sorted sample counts ``order`` (see the module)."""
+    big = etas * (c * c + d * lam2) > 2.0  # η E‖m‖² > 2: far beyond the O(η²) expansion
+    kstar = int(np.argmin(big)) if not big.all() else etas.size
+    r0 = _oja_start(kstar, c, lam2, d)
+    out = np.full(order.size, float(r0.mean()))
+    late = order >= kstar
+    if late.any():
+        tail = etas[kstar:]
+        acc = np.zeros(int(late.sum()))
+        for x0 in 1.0 - _oja_effective_start(tail, r0, c, lam2):
+            acc += np.sqrt(1.0 - _oja_meanfield(tail, float(x0), c, lam2, d,
+                                                order[late] - kstar))
+        out[late] = acc / r0.size
+    return out
+
+
+def baseline_theory(model: ModelConfig, method: str, samples: Any, *, step: Any = None
+                    ) -> np.ndarray:
+    """Predicted ``E|ρ|`` of ``method`` after each number of samples in ``samples``.
+
+    Exact for ``mean`` and ``oracle`` (both sign variants), the BBP limit for ``pca``, a
+    mean-field recursion for ``oja`` (with ``step``; None: Oja's default schedule). See the
+    module docstring for the formulas and where each holds. Returns an array shaped like
+    ``samples``. Raises ``ConfigError`` for a bad method, negative or non-integer samples,
+    or a ``step`` for a method other than ``oja``.
+    """
+    from .runner import _check_step
+
+    if not isinstance(model, ModelConfig):
+        raise TypeError(f"model: must be a ModelConfig; got {type(model).__name__}")
+    if not isinstance(method, str) or method not in method_names():
+        raise ConfigError("method", "must be one of " + ", ".join(map(repr, method_names())),
+                          method)
+    arr = np.asarray(samples)
+    if arr.size == 0 or not all(Integer(ge=0).accepts(v) for v in arr.ravel().tolist()):
+        raise ConfigError("samples", "must be integers >= 0", samples)
+    ks = arr.astype(np.int64)
+    step = _check_step(method, model, step)
+    d, L = model.d, model.n_tokens
+    c = model.n_informative * model.theta / (L * model.noise_std)
+    ell = c * c * L
+    if method == "mean":
+        out = mean_alignment_exact(d, ell, ks.ravel(), model.signal_sign == "random")
+    elif method == "oracle":
+        out = mean_alignment_exact(d, model.n_informative * (model.theta / model.noise_std) ** 2,
+                                   ks.ravel())
+    elif method == "pca":
+        flat = ks.ravel()
+        out = np.where(flat == 0, uniform_mean_abs(d), pca_bbp(d, ell, np.maximum(flat, 1)))
+    else:
+        flat = ks.ravel()
+        order = np.unique(flat)
+        etas = BaselineConfig("oja", step).etas(0, int(order[-1])) * model.noise_std ** 2
+        out = _oja_prediction(etas, c, 1.0 / L, d, order)[np.searchsorted(order, flat)]
+        out = np.where(flat == 0, uniform_mean_abs(d), out)
+    return np.asarray(out, dtype=np.float64).reshape(ks.shape)

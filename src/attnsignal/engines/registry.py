@@ -1,0 +1,57 @@
+"""The one registry of engines: every place that lists or inspects engines asks it.
+
+``get_engine(name)`` returns the registered :class:`~.base.Engine`; ``engine_names()`` the
+names in registration order (the built-in ones first: ``literal``, ``projected``, ``chain``);
+``register(engine)`` adds one. Config validation (``RunConfig.engine``), the command line's
+choices and help, ``Result.q``, ``simulate(record_q=True)``, the benchmarks and the tests derive
+from it, so a new engine is one module plus one ``register`` call.
+
+Registration is per process: an engine registered at run time is not known to the worker
+processes of a sweep unless the module that registers it is imported there too (the built-in
+engines are registered when :mod:`attnsignal.engines` is imported).
+"""
+
+from __future__ import annotations
+
+from ..config import ConfigError
+from .base import Engine
+
+__all__ = ["register", "get_engine", "engine_names", "engines_with"]
+
+_ENGINES: dict[str, Engine] = {}
+
+
+def register(engine: Engine, *, replace: bool = False) -> Engine:
+    """Add ``engine`` under ``engine.name``; returns it (usable as a class decorator's
+    helper). Raises ``ValueError`` when the name is taken (unless ``replace``) or not a
+    non-empty identifier, ``TypeError`` when ``engine`` is not an :class:`Engine`."""
+    if not isinstance(engine, Engine):
+        raise TypeError(f"engine: must be an attnsignal.engines.Engine; got {type(engine).__name__}")
+    name = getattr(engine, "name", None)
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ValueError(f"engine.name: must be a non-empty identifier; got {name!r}")
+    if name in _ENGINES and not replace and _ENGINES[name] is not engine:
+        raise ValueError(f"engine.name: {name!r} is already registered; pass replace=True")
+    _ENGINES[name] = engine
+    return engine
+
+
+def engine_names() -> tuple[str, ...]:
+    """The registered engine names, in registration order."""
+    return tuple(_ENGINES)
+
+
+def get_engine(name: str) -> Engine:
+    """The engine called ``name``; ``ConfigError`` naming the registered ones otherwise."""
+    try:
+        return _ENGINES[name]
+    except (KeyError, TypeError):
+        raise ConfigError("engine", "must be one of " + ", ".join(map(repr, _ENGINES)),
+                          name) from None
+
+
+def engines_with(**capabilities: object) -> tuple[str, ...]:
+    """Names of the engines whose :class:`~.base.Capabilities` have the given values, e.g.
+    ``engines_with(has_query=True)``."""
+    return tuple(n for n, e in _ENGINES.items()
+                 if all(getattr(e.capabilities, k) == v for k, v in capabilities.items()))

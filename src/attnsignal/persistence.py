@@ -1,0 +1,308 @@
+"""Persistence: atomic file writes and the on-disk form of a :class:`~attnsignal.results.Result`.
+
+Atomic file
+-----------
+:func:`atomic_write` calls ``writer(tmp)`` on a temporary file ``.NAME.XXXX.tmp`` beside the
+target, fsyncs it and renames it onto the target (``rename`` is atomic on POSIX), then fsyncs
+the directory. A reader sees the old file or the new one, never a part.
+
+A result directory (format ``attnsignal.result/2``)
+----------------------------------------------------
+::
+
+    OUT/manifest.json               configs, seed, engine, ..., and "files": the name and
+                                    sha256 of each data file below; written LAST — the commit
+    OUT/result.<h>.parquet          tidy frame (one row per run × record)
+    OUT/q_final.<h>.npy             (optional) final unit queries, runs × d
+    OUT/q_records.<h>.npy           (optional) queries at the records, runs × records × d
+    OUT/.result.lock                held (flock) while a save runs
+
+``<h>`` is the first 16 hex digits of the file's sha256, so the data files of two saves never
+share a name unless their bytes are equal. A save writes the new data files beside the old
+ones, then replaces ``manifest.json`` in one rename, then deletes what the new manifest does
+not name (the previous data files and temporaries left by a killed save). Killed at any point,
+the directory holds either the old result or the new one, complete: the manifest names its
+own data files by content hash, and :func:`read_result_files` checks every checksum. A
+directory of format ``attnsignal.result/1`` (fixed names ``result.parquet``, ``q_final.npy``,
+``q_records.npy``, no checksums) still loads.
+
+Every load failure is a :class:`ResultFileError` (a ``ConfigError``, a ``ValueError``) with a
+one-line message that names the file: ``path: <what is wrong>; got '<file>'``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import re
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import numpy as np
+import pandas as pd
+
+from .config import ConfigError
+from .paths import check_output_dir
+
+__all__ = [
+    "atomic_write",
+    "ResultFileError",
+    "ResultMissingError",
+    "RESULT_FORMAT",
+    "READABLE_RESULT_FORMATS",
+    "MANIFEST_NAME",
+    "write_result_files",
+    "read_result_files",
+    "read_parquet_bytes",
+    "fsync_dir",
+]
+
+RESULT_FORMAT = "attnsignal.result/2"
+#: Formats :func:`read_result_files` reads: 1 = fixed file names, no checksums.
+READABLE_RESULT_FORMATS = ("attnsignal.result/1", RESULT_FORMAT)
+MANIFEST_NAME = "manifest.json"
+_LOCK_NAME = ".result.lock"
+#: data files of a result: key in ``manifest["files"]`` -> (stem, suffix)
+_DATA_FILES = {"frame": ("result", ".parquet"), "q_final": ("q_final", ".npy"),
+               "q_records": ("q_records", ".npy")}
+_LEGACY_NAMES = {"frame": "result.parquet", "q_final": "q_final.npy",
+                 "q_records": "q_records.npy"}
+_OWN_FILE = re.compile(r"^(result\.[0-9a-f]{16}\.parquet|q_(final|records)\.[0-9a-f]{16}\.npy"
+                       r"|result\.parquet|q_(final|records)\.npy)$")
+_OWN_TEMP = re.compile(r"^\.(manifest\.json|result\.[^/]*parquet|q_(final|records)[^/]*npy)"
+                       r"\..*\.tmp$")
+_MAX_DETAIL = 160
+
+
+class ResultFileError(ConfigError):
+    """A file of a saved result is missing, unreadable, damaged or of an unknown format.
+
+    One line, naming the file: ``path: <problem>; got '<file>'``."""
+
+    def __init__(self, file: str | os.PathLike[str], problem: str):
+        super().__init__("path", _one_line(problem), str(file))
+
+
+class ResultMissingError(ResultFileError, FileNotFoundError):
+    """The directory holds no ``manifest.json``: not a (complete) result directory."""
+
+
+def _one_line(text: str) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= _MAX_DETAIL else text[: _MAX_DETAIL - 1] + "…"
+
+
+# ---------------------------------------------------------------------- atomic file
+
+
+def fsync_dir(directory: str | os.PathLike[str]) -> None:
+    """Make renames in ``directory`` durable (best effort: some file systems refuse)."""
+    try:
+        dfd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(dfd)
+    except OSError:
+        pass
+    finally:
+        os.close(dfd)
+
+
+def atomic_write(path: str | os.PathLike[str], write: Callable[[str], None]) -> None:
+    """Call ``write(tmp_path)``, fsync ``tmp_path`` and rename it onto ``path``.
+
+    ``tmp_path`` is ``.NAME.XXXXXXXX.tmp`` in ``path``'s directory (created if needed); it is
+    removed if ``write`` raises. Raises whatever ``write`` or the file system raises.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        write(tmp)
+        with open(tmp, "rb+") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    fsync_dir(path.parent)
+
+
+@contextmanager
+def _locked(directory: Path) -> Iterator[None]:
+    """Hold ``directory/.result.lock`` (advisory; the kernel releases it if the process dies),
+    so that two saves into one directory do not delete each other's files."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        yield
+        return
+    fd = os.open(directory / _LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+# ---------------------------------------------------------------------- write
+
+
+def _npy_bytes(a: np.ndarray) -> bytes:
+    buf = io.BytesIO()
+    np.save(buf, a, allow_pickle=False)
+    return buf.getvalue()
+
+
+def _parquet_bytes(frame: pd.DataFrame) -> bytes:
+    buf = io.BytesIO()
+    frame.to_parquet(buf, index=False)
+    return buf.getvalue()
+
+
+def write_result_files(directory: str | os.PathLike[str], manifest: dict[str, Any],
+                       frame: pd.DataFrame, arrays: dict[str, np.ndarray | None]) -> Path:
+    """Save a result into ``directory`` as one atomic unit (see the module docstring).
+
+    manifest : the result's metadata (JSON-serialisable); ``format`` and ``files`` are set here
+    frame : the tidy frame;  arrays : ``{"q_final": ..., "q_records": ...}`` (None: absent)
+
+    Returns the directory. Raises ``ConfigError`` when ``directory`` cannot be a writable
+    directory (checked before anything is written), ``OSError`` when a write fails later.
+    """
+    out = check_output_dir(directory, "path")
+    blobs = {"frame": _parquet_bytes(frame)}
+    for key, arr in arrays.items():
+        if arr is not None:
+            blobs[key] = _npy_bytes(np.asarray(arr))
+    files = {}
+    with _locked(out):
+        for key, data in blobs.items():
+            digest = hashlib.sha256(data).hexdigest()
+            stem, suffix = _DATA_FILES[key]
+            name = f"{stem}.{digest[:16]}{suffix}"
+            files[key] = {"name": name, "sha256": digest}
+            atomic_write(out / name, lambda p, b=data: Path(p).write_bytes(b))
+        man = {**manifest, "format": RESULT_FORMAT, "files": files}
+        text = json.dumps(man, indent=2, sort_keys=True)
+        atomic_write(out / MANIFEST_NAME, lambda p: Path(p).write_text(text + "\n", encoding="utf-8"))
+        keep = {f["name"] for f in files.values()}
+        _remove_unreferenced(out, keep)
+    return out
+
+
+def _remove_unreferenced(out: Path, keep: set[str]) -> None:
+    """Delete this module's data files that ``keep`` does not name, and its temporaries."""
+    for p in out.iterdir():
+        name = p.name
+        if name in keep:
+            continue
+        if _OWN_FILE.match(name) or _OWN_TEMP.match(name):
+            try:
+                p.unlink()
+            except OSError:
+                pass
+    fsync_dir(out)
+
+
+# ---------------------------------------------------------------------- read
+
+
+def read_manifest_file(mpath: Path) -> dict[str, Any]:
+    """The parsed manifest at ``mpath``; raises ResultFileError / ResultMissingError."""
+    try:
+        raw = mpath.read_bytes()
+    except FileNotFoundError:
+        raise ResultMissingError(
+            mpath, f"no {MANIFEST_NAME} — not a complete result directory") from None
+    except IsADirectoryError:
+        raise ResultFileError(mpath, f"{MANIFEST_NAME} must be a file, not a directory") from None
+    except OSError as exc:
+        raise ResultFileError(mpath, f"{MANIFEST_NAME} is unreadable ({exc.strerror})") from None
+    try:
+        man = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ResultFileError(mpath, f"{MANIFEST_NAME} is not UTF-8 text") from None
+    except ValueError as exc:
+        raise ResultFileError(mpath, f"{MANIFEST_NAME} is not valid JSON ({exc})") from None
+    if not isinstance(man, dict):
+        raise ResultFileError(mpath, f"{MANIFEST_NAME} must hold a JSON object")
+    fmt = man.get("format")
+    if fmt not in READABLE_RESULT_FORMATS:
+        readable = ", ".join(repr(f) for f in READABLE_RESULT_FORMATS)
+        raise ResultFileError(
+            mpath, f"format must be one of {readable} (a newer attnsignal, or not a result); "
+                   f"found {fmt!r}")
+    return man
+
+
+def read_parquet_bytes(data: bytes, file: str | os.PathLike[str]) -> pd.DataFrame:
+    """A frame from Parquet bytes; a damaged file is a one-line ResultFileError naming it."""
+    try:
+        return pd.read_parquet(io.BytesIO(data))
+    except Exception as exc:  # pyarrow raises several types, with multi-line messages
+        raise ResultFileError(file, f"not a readable Parquet file ({type(exc).__name__}: "
+                                    f"{exc})") from None
+
+
+def _read_npy_bytes(data: bytes, file: Path) -> np.ndarray:
+    try:
+        return np.load(io.BytesIO(data), allow_pickle=False)
+    except Exception as exc:
+        raise ResultFileError(file, f"not a readable .npy file ({type(exc).__name__}: {exc})") from None
+
+
+def _read_bytes(file: Path, sha256: str | None) -> bytes:
+    try:
+        data = file.read_bytes()
+    except FileNotFoundError:
+        raise ResultFileError(file, f"missing (named by {MANIFEST_NAME})") from None
+    except OSError as exc:
+        raise ResultFileError(file, f"unreadable ({exc.strerror})") from None
+    if sha256 is not None and hashlib.sha256(data).hexdigest() != sha256:
+        raise ResultFileError(file, f"sha256 differs from {MANIFEST_NAME} (damaged or altered)")
+    return data
+
+
+def read_result_files(directory: str | os.PathLike[str]
+                      ) -> tuple[dict[str, Any], Path, pd.DataFrame, dict[str, np.ndarray | None]]:
+    """Read what :func:`write_result_files` wrote: ``(manifest, manifest_path, frame, arrays)``.
+
+    Checks the format and, for format 2, every file's sha256. Raises ResultMissingError (no
+    manifest; also a ``FileNotFoundError``) or ResultFileError, naming the file.
+    """
+    out = Path(directory)
+    mpath = out / MANIFEST_NAME
+    man = read_manifest_file(mpath)
+    if man["format"] == RESULT_FORMAT:
+        files = man.get("files")
+        if not isinstance(files, dict) or "frame" not in files:
+            raise ResultFileError(mpath, "manifest must name its data files ('files.frame')")
+        entries = {}
+        for key, f in files.items():
+            ok = (key in _DATA_FILES and isinstance(f, dict) and isinstance(f.get("name"), str)
+                  and _OWN_FILE.match(f["name"]) and isinstance(f.get("sha256"), str))
+            if not ok:
+                raise ResultFileError(mpath, f"files.{key}: must be one of this result's data "
+                                             "files with its sha256")
+            entries[key] = (out / f["name"], f["sha256"])
+    else:  # format 1: fixed names, no checksums
+        entries = {"frame": (out / _LEGACY_NAMES["frame"], None)}
+        for key in ("q_final", "q_records"):
+            if man.get(f"has_{key}"):
+                entries[key] = (out / _LEGACY_NAMES[key], None)
+    fpath, digest = entries["frame"]
+    frame = read_parquet_bytes(_read_bytes(fpath, digest), fpath)
+    arrays: dict[str, np.ndarray | None] = {"q_final": None, "q_records": None}
+    for key in ("q_final", "q_records"):
+        if key in entries:
+            p, digest = entries[key]
+            arrays[key] = _read_npy_bytes(_read_bytes(p, digest), p)
+    return man, mpath, frame, arrays

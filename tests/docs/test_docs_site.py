@@ -1,0 +1,89 @@
+"""The documentation site builds strictly, with every tutorial executed and its output shown.
+
+``mkdocs build --strict`` fails on a broken link, a missing page in the nav, an object the API
+reference cannot find, or a tutorial cell that raises (mkdocs-jupyter executes every notebook
+at build time). The tests then read the built pages, so an empty page passes nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+pytest.importorskip("mkdocs", reason="the docs toolchain is in the test extra")
+pytest.importorskip("mkdocs_jupyter", reason="the docs toolchain is in the test extra")
+pytest.importorskip("mkdocstrings_handlers.python", reason="the docs toolchain is in the test extra")
+
+pytestmark = [pytest.mark.timeout(600), pytest.mark.slow]  # one build, ~30 s of CPU
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("site")
+    env = dict(os.environ, MPLBACKEND="Agg", NO_MKDOCS_2_WARNING="1",
+               PYTHONPATH=os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]))
+    p = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir",
+                        str(out)], cwd=ROOT, env=env, capture_output=True, text=True,
+                       timeout=590)
+    assert p.returncode == 0, f"mkdocs build --strict failed:\n{p.stderr[-4000:]}"
+    return out
+
+
+def _text(site: Path, page: str) -> str:
+    return (site / page / "index.html").read_text(encoding="utf-8")
+
+
+def test_site_builds_strictly_with_every_page(site):
+    for page in ("getting-started", "model", "engines", "theory", "sweeps", "reproduction",
+                 "changelog", "development"):
+        assert (site / page / "index.html").exists(), page
+    assert (site / "index.html").exists()
+
+
+def test_api_reference_is_generated_from_the_docstrings(site):
+    config = _text(site, "reference/config")
+    # ModelConfig's own docstring and a validated field, not just its name
+    assert 'id="attnsignal.config.ModelConfig"' in config
+    assert "ConfigError" in config
+    sweeps = _text(site, "reference/sweeps")
+    for name in ("attnsignal.sweep.runner.run_sweep", "attnsignal.sweep.slurm.SlurmOptions"):
+        assert f'id="{name}"' in sweeps, name
+    theory = _text(site, "reference/theory")
+    for name in ("solve_ode", "landscape.landscape", "fixed_points.fixed_points"):
+        assert f'id="attnsignal.theory.{name}"' in theory, name
+
+
+def _outputs(html: str) -> str:
+    return re.sub(r"<[^>]+>", " ", html)
+
+
+def test_tutorials_appear_with_their_outputs(site):
+    first = _text(site, "tutorials/01-first-simulation")
+    assert "data:image/png;base64" in first, "figures were rendered"
+    text = _outputs(first)
+    assert "mean_abs_alignment" in text and "largest gap between the simulated mean" in text
+    second = _outputs(_text(site, "tutorials/02-landscape-two-signs"))
+    m = re.search(r"below ρ\*: start \S+, final ρ: mean ([+-][\d.]+), (\d+)% of the runs", second)
+    n = re.search(r"above ρ\*: start \S+, final ρ: mean ([+-][\d.]+), (\d+)% of the runs", second)
+    assert m and n, "the runs' outcome is printed"
+    # the ODE basins predict the sign: below ρ* → −ξ, above → +ξ (16 runs each)
+    assert float(m.group(1)) < -0.5 and int(m.group(2)) <= 10
+    assert float(n.group(1)) > 0.5 and int(n.group(2)) >= 90
+    third = _outputs(_text(site, "tutorials/03-sweep-pandas"))
+    assert "24 computed, 0 already done" in third and "0 computed, 24 already done" in third
+    assert "mean_abs_rho" in third
+
+
+def test_readme_keeps_the_two_commands():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "pip install -e . && attnsignal reproduce --quick" in readme
+    assert "pip install -e '.[test]' && python -m pytest" in readme
+    for page in ("getting-started", "model", "engines", "theory", "sweeps", "reproduction"):
+        assert f"(docs/{page}.md)" in readme, page
