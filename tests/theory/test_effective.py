@@ -88,6 +88,7 @@ def small_chain(chain_simulate):
     return chain_simulate(SMALL, STEP, steps=1500, runs=400, seed=5, record_every=75)
 
 
+@pytest.mark.slow
 def test_mean_and_band_match_chain(small_chain):
     """Predicted mean |ρ| within 0.01 + 3 SE of 400 chain runs at every record, and the
     10–90 % band holds 80 ± 8 % of the (run, record) pairs after the first 5 % of the run."""
@@ -97,6 +98,7 @@ def test_mean_and_band_match_chain(small_chain):
     assert 0.72 <= cover <= 0.88, (gap, cover)
 
 
+@pytest.mark.slow
 def test_zero_diffusion_is_rejected_by_the_band_test(small_chain):
     """The same comparison with the diffusion switched off (the mean-field flow of the
     uniform start's law): the band no longer holds 80 ± 8 % of the runs."""
@@ -106,6 +108,7 @@ def test_zero_diffusion_is_rejected_by_the_band_test(small_chain):
     assert not 0.72 <= cover <= 0.88, cover
 
 
+@pytest.mark.slow
 def test_riemannian_minibatch_match_chain(chain_simulate):
     """The riemannian update with minibatches of B = 4: mean |ρ| within 0.01 + 3 SE and the
     10–90 % band against 400 chain runs."""

@@ -38,8 +38,10 @@ from scipy.interpolate import CubicSpline
 from scipy.optimize import minimize
 from scipy.special import gammaln
 
-from ..config import UPDATES, ConfigError, ModelConfig, StepSize
-from ._checks import check_choice, check_int, check_model, check_real
+from ..config import ConfigError, ModelConfig, StepSize
+from ..schedules import TabulatedStep
+from ..validation import Boolean, Integer, Optional, validated
+from ._checks import BATCH, MODEL, RHO0, SEED, TARGET, UPDATE
 from .effective import (EffectiveDynamics, MomentTable, _z_max, effective_dynamics,
                         moment_table)
 from .finite_step import second_order_coefficient
@@ -50,39 +52,10 @@ __all__ = ["Advice", "advise_schedule", "tabulated_step"]
 _N_RECORDS = 400
 
 
-def tabulated_step(etas: np.ndarray, tail: Any) -> Any:
-    """``TabulatedStep(etas, tail)`` of :mod:`attnsignal.schedules` (``η_k = etas[k]``, then the
-    tail shifted to start after the table)."""
-    from .. import schedules
-
-    cls = getattr(schedules, "TabulatedStep", None)
-    if cls is None:
-        return _Tabulated(np.asarray(etas, dtype=np.float64), tail)
-    return cls(etas=np.asarray(etas, dtype=np.float64), tail=tail)
-
-
-class _Tabulated:
-    """Stand-in with the ``TabulatedStep`` interface (``eta(k)``, ``describe()``) while
-    :mod:`attnsignal.schedules` has no ``TabulatedStep``."""
-
-    def __init__(self, etas: np.ndarray, tail: Any):
-        self.etas = tuple(float(x) for x in etas)
-        self._a = np.asarray(etas, dtype=np.float64)
-        self.tail = tail
-
-    def eta(self, k: Any) -> np.ndarray:
-        kk = np.asarray(k, dtype=np.int64)
-        n = self._a.size
-        tail = self.tail.eta0 * (1.0 + np.maximum(kk - n, 0) / self.tail.k0) ** (-self.tail.power)
-        return np.where(kk < n, self._a[np.minimum(kk, n - 1)], tail)
-
-    @property
-    def robbins_monro(self) -> bool:
-        return bool(self.tail.robbins_monro)
-
-    def describe(self) -> str:
-        return (f"η_k tabulated for k < {self._a.size} (from {self._a[0]:g} to {self._a[-1]:g}),"
-                f" then shifted {self.tail.describe()}")
+def tabulated_step(etas: np.ndarray, tail: Any) -> TabulatedStep:
+    """``TabulatedStep(etas, tail)``: ``η_k = etas[k]``, then the tail shifted to start after
+    the table."""
+    return TabulatedStep(etas=np.asarray(etas, dtype=np.float64), tail=tail)
 
 
 @dataclass(frozen=True, eq=False)
@@ -107,7 +80,7 @@ class Advice:
     initial_alignment: float | None
     step: StepSize
     samples: int
-    optimal: Any
+    optimal: TabulatedStep
     optimal_samples: int
     mean_path_samples: int
     rho_path: np.ndarray
@@ -149,6 +122,9 @@ def _start_abs(model: ModelConfig, initial_alignment: float | None) -> float:
     return float(math.exp(gammaln(d / 2) - gammaln((d + 1) / 2)) / math.sqrt(math.pi))
 
 
+@validated(model=MODEL, target=TARGET, batch=BATCH, update=UPDATE,
+           initial_alignment=Optional(RHO0), n_samples=Integer(ge=100), seed=SEED,
+           tune=Boolean())
 def advise_schedule(model: ModelConfig, target: float, *, batch: int = 1,
                     update: str = "projected", initial_alignment: float | None = None,
                     n_samples: int = 4000, seed: int = 0, tune: bool = True) -> Advice:
@@ -169,13 +145,6 @@ def advise_schedule(model: ModelConfig, target: float, *, batch: int = 1,
     Advice. Raises ``ConfigError`` for bad input, or (field ``target``) when the mean dynamics
     cannot reach the target (a stable interior fixed point or a repelling end in the way).
     """
-    check_model(model)
-    target = check_real(target, "target", 0.0, 1.0, lo_open=True, hi_open=True)
-    batch = check_int(batch, "batch", 1)
-    check_choice(update, "update", UPDATES)
-    if initial_alignment is not None:
-        initial_alignment = check_real(initial_alignment, "initial_alignment", -1.0, 1.0)
-    seed = check_int(seed, "seed", 0)
     r0 = _start_abs(model, initial_alignment)
     if r0 >= target:
         raise ConfigError("target", f"must exceed the start's mean |rho| = {r0:.4g}", target)

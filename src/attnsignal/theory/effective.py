@@ -85,8 +85,9 @@ from numba import njit, prange
 from scipy.interpolate import CubicSpline
 from scipy.special import ndtr
 
-from ..config import UPDATES, ConfigError, ModelConfig
-from ._checks import check_choice, check_int, check_model, check_real
+from ..config import ConfigError, ModelConfig
+from ..validation import Integer, Optional, Real, validated
+from ._checks import BATCH, MODEL, RHO0, SEED, STEP, UPDATE
 from .exact import MAX_BETA
 from .field import dphi_interpolant
 from .reduced import reduced_chunks
@@ -108,42 +109,17 @@ _MAX_LAW = 60_000_000     # doubles kept for the law (records × grid)
 
 
 def schedule_etas(step: Any, ks: np.ndarray) -> np.ndarray:
-    """``η_k`` at the step indices ``ks`` for any schedule (``Schedule.eta`` or the
-    ``StepSize`` formula). float64."""
-    ks = np.asarray(ks, dtype=np.int64)
-    if hasattr(step, "eta") and callable(getattr(step, "eta")):
-        return np.asarray(step.eta(ks), dtype=np.float64)
-    if all(hasattr(step, a) for a in ("eta0", "k0", "power")):
-        return step.eta0 * (1.0 + ks / step.k0) ** (-step.power)
-    raise ConfigError("step", "must be a StepSize or a Schedule", type(step).__name__)
+    """``η_k`` at the step indices ``ks`` for any :class:`~attnsignal.schedules.Schedule`."""
+    return np.asarray(step.eta(np.asarray(ks, dtype=np.int64)), dtype=np.float64)
 
 
 def record_schedule(steps: int, record_every: int | None = None,
                     record: Any = None) -> np.ndarray:
-    """Recorded step indices, as :func:`simulate` records them (``attnsignal.records`` when
-    present, else ``RunConfig.record_steps``)."""
-    try:
-        from ..records import record_steps  # type: ignore[attr-defined]
-    except ImportError:
-        record_steps = None
-    if record_steps is not None:
-        return np.asarray(record_steps(steps, record_every=record_every, record=record),
-                          dtype=np.int64)
-    if record is not None:
-        if isinstance(record, str):
-            if record != "log":
-                raise ConfigError("record", "must be 'log' or a list of steps", record)
-            ks = np.unique(np.concatenate([[0, steps], np.round(
-                np.logspace(0, math.log10(max(steps, 1)), 200)).astype(np.int64)]))
-            return ks[(ks >= 0) & (ks <= steps)]
-        ks = np.asarray(record)
-        if ks.ndim != 1 or ks.size == 0 or ks.dtype.kind not in "iu":
-            raise ConfigError("record", "must be 'log' or a list of integer steps", record)
-        if ks.min() < 0 or ks.max() > steps:
-            raise ConfigError("record", f"steps must lie in [0, {steps}]", record)
-        return np.unique(ks.astype(np.int64))
-    from ..config import RunConfig
-    return np.asarray(RunConfig(steps=steps, record_every=record_every).record_steps(),
+    """Recorded step indices, exactly as :func:`simulate` records them
+    (:func:`attnsignal.records.record_steps`)."""
+    from ..records import record_steps
+
+    return np.asarray(record_steps(steps, record_every=record_every, record=record),
                       dtype=np.int64)
 
 
@@ -354,6 +330,7 @@ def _dphi_std(model: ModelConfig):
     return dphi_interpolant(std, method)
 
 
+@validated(model=MODEL, batch=BATCH, update=UPDATE, n_samples=Integer(ge=2), seed=SEED)
 def one_step_moments(model: ModelConfig, rho: Any, eta: Any, *, batch: int = 1,
                      update: str = "projected", n_samples: int = 4000,
                      seed: int = 0) -> OneStepMoments:
@@ -364,17 +341,12 @@ def one_step_moments(model: ModelConfig, rho: Any, eta: Any, *, batch: int = 1,
     coefficient of the control variate fitted by regression (:func:`_control_variate`).
 
     rho : values in (−1, 1); eta : values > 0. Raises ``ConfigError`` for bad input."""
-    check_model(model)
     rhos = np.atleast_1d(np.asarray(rho, dtype=np.float64)).ravel()
     if rhos.size == 0 or not np.all(np.isfinite(rhos)) or np.any(np.abs(rhos) >= 1.0):
         raise ConfigError("rho", "must be finite numbers in (-1, 1)", rho)
     etas = np.atleast_1d(np.asarray(eta, dtype=np.float64)).ravel()
     if etas.size == 0 or not np.all(np.isfinite(etas)) or np.any(etas <= 0):
         raise ConfigError("eta", "must be finite numbers > 0", eta)
-    batch = check_int(batch, "batch", 1)
-    check_choice(update, "update", UPDATES)
-    n_samples = check_int(n_samples, "n_samples", 2)
-    seed = check_int(seed, "seed", 0)
     std = model.standardized()
     s2 = model.noise_std ** 2
     dphi = np.asarray(_dphi_std(model)(rhos))
@@ -463,22 +435,22 @@ def _eta_nodes(lo: float, hi: float) -> np.ndarray:
     return np.exp(np.linspace(math.log(lo), math.log(hi), n_eta))
 
 
+@validated(model=MODEL, eta_min=Real(gt=0.0), eta_max=Real(gt=0.0), batch=BATCH,
+           update=UPDATE, z_max=Optional(Real(ge=1.0, le=9.0)), n_samples=Integer(ge=100),
+           seed=SEED)
 def moment_table(model: ModelConfig, eta_min: float, eta_max: float, *, batch: int = 1,
                  update: str = "projected", z_max: float | None = None, n_samples: int = 4000,
                  seed: int = 0) -> MomentTable:
     """The one-step moment table of ``z = artanh ρ`` for steps in ``[eta_min, eta_max]``
     (model units), for reuse by several :func:`effective_dynamics` calls (the schedule
     advisor). ``z_max`` defaults to 2 above the plateau of ``eta_min``."""
-    check_model(model)
-    eta_min = check_real(eta_min, "eta_min", 0.0, lo_open=True)
-    eta_max = check_real(eta_max, "eta_max", eta_min)
-    batch = check_int(batch, "batch", 1)
-    check_choice(update, "update", UPDATES)
+    if eta_max < eta_min:
+        raise ConfigError("eta_max", f"must be >= eta_min = {eta_min:g}", eta_max)
     s2 = model.noise_std ** 2
     if z_max is None:
         z_max = _z_max(model, eta_min * s2, batch, None, seed)
     return _moment_table(model, float(z_max), _eta_nodes(eta_min * s2, eta_max * s2), batch,
-                         update, check_int(n_samples, "n_samples", 100), seed)
+                         update, n_samples, seed)
 
 
 def _moment_table(model: ModelConfig, z_max: float, etas_std: np.ndarray, batch: int,
@@ -723,6 +695,10 @@ def _z_max(model: ModelConfig, eta_min_std: float, batch: int, z_start: float | 
     return float(min(max(z, 3.0), 9.0))
 
 
+@validated(model=MODEL, step=STEP, steps=Integer(ge=1, le=_MAX_STEPS),
+           initial_alignment=Optional(RHO0), batch=BATCH, update=UPDATE, seed=SEED,
+           n_samples=Integer(ge=100), grid_step=Optional(Real(gt=0.0, le=0.5)),
+           diffusion_scale=Real(ge=0.0))
 def effective_dynamics(model: ModelConfig, step: Any, *, steps: int,
                        initial_alignment: float | None = None, batch: int = 1,
                        update: str = "projected", record_every: int | None = None,
@@ -756,21 +732,8 @@ def effective_dynamics(model: ModelConfig, step: Any, *, steps: int,
     EffectiveDynamics. Raises ``ConfigError`` for bad input (one line naming the field).
     """
     t0 = time.perf_counter()
-    check_model(model)
-    steps = check_int(steps, "steps", 1)
-    if steps > _MAX_STEPS:
-        raise ConfigError("steps", f"must be <= {_MAX_STEPS}", steps)
-    batch = check_int(batch, "batch", 1)
-    check_choice(update, "update", UPDATES)
-    seed = check_int(seed, "seed", 0)
-    n_samples = check_int(n_samples, "n_samples", 100)
     if n_samples < batch:
         raise ConfigError("n_samples", f"must be >= batch = {batch}", n_samples)
-    if initial_alignment is not None:
-        initial_alignment = check_real(initial_alignment, "initial_alignment", -1.0, 1.0)
-    if record_every is not None:
-        check_int(record_every, "record_every", 1)
-    diffusion_scale = check_real(diffusion_scale, "diffusion_scale", 0.0)
     ks_rec = record_schedule(steps, record_every, record)
     all_k = np.arange(steps + 1, dtype=np.int64)
     etas = schedule_etas(step, all_k[:-1])
@@ -788,10 +751,7 @@ def effective_dynamics(model: ModelConfig, step: Any, *, steps: int,
         z_max = _z_max(model, float(eta_std.min()), batch, z_start, seed)
     else:
         z_max = float(moments.z_nodes[-1])
-    if grid_step is None:
-        h = min(0.01, 0.1 / math.sqrt(d))
-    else:
-        h = check_real(grid_step, "grid_step", 0.0, 0.5, lo_open=True)
+    h = min(0.01, 0.1 / math.sqrt(d)) if grid_step is None else float(grid_step)
     half = int(math.ceil(z_max / h))
     if 2 * half + 1 > _MAX_GRID:
         half = (_MAX_GRID - 1) // 2
