@@ -38,11 +38,12 @@ def __getattr__(name: str):
         "solve_ode": "theory", "OdeSolution": "theory", "gradient_variance": "theory",
         "corrected_drift": "theory", "constant_step_plateau": "theory",
         "samples_to_reach": "theory", "tracking": "theory", "Tracking": "theory",
-        "sa_diagnostics": "theory", "landscape_verdict": "theory", "flow": "theory",
+        "sa_diagnostics": "theory", "effective_dynamics": "theory",
+        "EffectiveDynamics": "theory", "landscape_verdict": "theory", "flow": "theory",
         "load_sweep": "sweep", "run_sweep": "sweep", "SweepSpec": "sweep",
         "sweep_status": "sweep",
         "Plan": "reproduce",
-        "check_claims": "claims", "Tolerances": "claims",
+        "check_claims": "claims", "ClaimResult": "claims",
         "baseline": "baselines", "baseline_theory": "baselines", "efficiency": "baselines",
     }
     if name in lazy:

@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .records import RECORD
+from .records import RECORD, check_records
 from .schedules import (
     ConstantStep, NotRobbinsMonroWarning, PiecewiseStep, Schedule, StepSize, TabulatedStep,
     schedule_from_dict,
@@ -106,7 +106,7 @@ class ModelConfig(Config):
         "theta": Real(ge=0.0, doc="signal strength θ"),
         "beta": Real(gt=0.0, doc="inverse temperature β"),
         "noise_std": Real(gt=0.0, doc="token noise σ"),
-        "signal_sign": OneOf(*SIGNAL_SIGNS, doc="'fixed' (+θξ) or 'random' (±θξ per sample)"),
+        "signal_sign": OneOf(*SIGNAL_SIGNS, doc="sign of the signal: +θξ, or ±θξ drawn per sample"),
     }
 
     @property
@@ -176,7 +176,16 @@ class RunConfig(Config):
         validate_fields(self, self._table)
         if self.record is None and self.record_every is None:
             object.__setattr__(self, "record_every", max(1, self.steps // 200))
-        self.record_steps()  # a listed step beyond `steps`, or record_every with log records
+        # a listed step beyond `steps`, or record_every with log records (nothing is built)
+        check_records(self.steps, self.record_every if self.record is not None else None,
+                      self.record)
+
+    def n_records(self) -> int:
+        """How many steps :meth:`record_steps` gives (counted, not built)."""
+        from .records import n_records
+
+        return n_records(self.steps, self.record_every if self.record is None else None,
+                         self.record)
 
     def record_steps(self) -> "list[int]":
         """Step indices recorded (:func:`attnsignal.records.record_steps`): 0, ..., ``steps``."""

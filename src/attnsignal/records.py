@@ -22,10 +22,10 @@ from typing import Any
 import numpy as np
 
 from .limits import check_memory
-from .validation import ConfigError, Constraint, Integer, OneOf, Sequence
+from .validation import ConfigError, Constraint, Integer, OneOf, Optional, Sequence
 
-__all__ = ["record_steps", "RECORD", "RECORD_KINDS", "LOG_RECORDS", "DEFAULT_RECORDS",
-           "RecordChoice"]
+__all__ = ["record_steps", "check_records", "n_records", "RECORD", "RECORD_KINDS",
+           "LOG_RECORDS", "DEFAULT_RECORDS", "RecordChoice"]
 
 #: Largest step index a record can hold (int64, with room for k + 1): the engines' limit too.
 MAX_RECORD_STEP = 2 ** 62
@@ -92,6 +92,23 @@ class RecordChoice(Constraint):
 RECORD = RecordChoice(doc="which steps to record")
 
 
+def check_records(steps: int, record_every: int | None = None, record: Any = None) -> Any:
+    """Validate a record choice without building it (cheap for any ``steps``); returns the
+    canonical ``record`` (None for linear). Raises ConfigError as :func:`record_steps`."""
+    Integer(ge=1).check("steps", steps)
+    record = RECORD.check("record", record)
+    if record is None:
+        Optional(Integer(ge=1)).check("record_every", record_every)
+        return None
+    if record_every is not None:
+        raise ConfigError("record_every", "only with linear records (record = None or "
+                          "'linear')", record_every)
+    if record != "log" and record[-1] > steps:
+        raise ConfigError("record", f"must list step indices <= steps = {steps}",
+                          list(record))
+    return record
+
+
 def record_steps(steps: int, record_every: int | None = None, record: Any = None
                  ) -> np.ndarray:
     """Recorded step indices: strictly increasing unique int64, first 0, last ``steps``.
@@ -102,11 +119,10 @@ def record_steps(steps: int, record_every: int | None = None, record: Any = None
     Raises ConfigError for a bad value, ``record_every`` with non-linear records, or a listed
     index beyond ``steps``.
     """
+    record = check_records(steps, record_every, record)
     steps = Integer(ge=1, le=MAX_RECORD_STEP).check("steps", steps)  # int64 indices
-    record = RECORD.check("record", record)
     if record is None:
-        every = (max(1, steps // DEFAULT_RECORDS) if record_every is None
-                 else Integer(ge=1).check("record_every", record_every))
+        every = max(1, steps // DEFAULT_RECORDS) if record_every is None else int(record_every)
         n = steps // every + 2
         # the indices alone; the records' own arrays are checked by whoever allocates them
         check_memory("record_every", 8.0 * n, f"the indices of {n} records", every)
@@ -114,9 +130,6 @@ def record_steps(steps: int, record_every: int | None = None, record: Any = None
         if ks[-1] != steps:
             ks = np.append(ks, np.int64(steps))
         return ks
-    if record_every is not None:
-        raise ConfigError("record_every", "only with linear records (record = None or "
-                          "'linear')", record_every)
     if record == "log":
         want = min(LOG_RECORDS, steps + 1)
         for n in range(want - 1, 8 * LOG_RECORDS):  # rounding merges small k: add points
@@ -126,7 +139,15 @@ def record_steps(steps: int, record_every: int | None = None, record: Any = None
                 break
         return ks.astype(np.int64)
     listed = np.asarray(record, dtype=np.int64)
-    if listed[-1] > steps:
-        raise ConfigError("record", f"must list step indices <= steps = {steps}",
-                          list(record))
     return np.unique(np.concatenate([[0], listed, [steps]])).astype(np.int64)
+
+
+def n_records(steps: int, record_every: int | None = None, record: Any = None) -> int:
+    """How many steps :func:`record_steps` gives, without building them."""
+    record = check_records(steps, record_every, record)
+    if record is None:
+        every = max(1, steps // DEFAULT_RECORDS) if record_every is None else int(record_every)
+        return -(-int(steps) // every) + 1
+    if record == "log":  # at most a few hundred: build them
+        return int(record_steps(steps, None, "log").size)
+    return len(set(record) | {0, int(steps)})

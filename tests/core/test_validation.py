@@ -272,3 +272,84 @@ def test_the_validator_pieces():
     assert twice(np.int64(3)) == 6
     with pytest.raises(asg.ConfigError, match=r"^n: must be an integer >= 1; got 0$"):
         twice(0)
+
+
+# --------------------------------------------------------------------------- records
+
+
+def test_record_steps_linear_log_and_listed():
+    from attnsignal.records import n_records, record_steps
+
+    for steps in (1, 2, 7, 199, 200, 1000, 123_457, 10 ** 12):
+        for record, every in ((None, None), ("log", None), (None, max(1, steps // 3))):
+            if steps > 10 ** 7 and record is None:
+                continue
+            ks = record_steps(steps, every, record)
+            assert ks.dtype == np.int64 and ks[0] == 0 and ks[-1] == steps
+            assert np.all(np.diff(ks) > 0) and ks.size == n_records(steps, every, record)
+        log = record_steps(steps, record="log")
+        assert log.size == min(200, steps + 1)
+        if steps >= 10_000:  # evenly spaced in log k past the first, consecutive ones
+            r = np.diff(np.log(log[50:].astype(float)))
+            assert r.max() < 1.5 * r.min() + 1e-9
+    assert record_steps(10, record=[3, 5]).tolist() == [0, 3, 5, 10]
+    assert record_steps(10, 3).tolist() == [0, 3, 6, 9, 10]
+    assert n_records(10 ** 15, 1) == 10 ** 15 + 1  # counted, not built
+    asg.RunConfig(steps=10 ** 15, record_every=1)  # validated without building the records
+
+
+def test_linear_records_are_unchanged_and_a_list_or_log_records_the_same_run():
+    m, s = MODEL, asg.StepSize(**GOOD_STEP)
+    a = asg.simulate(m, s, steps=120, runs=3, engine="literal", seed=5)
+    b = asg.simulate(m, s, steps=120, runs=3, engine="literal", seed=5, record="linear")
+    c = asg.simulate(m, s, steps=120, runs=3, engine="literal", seed=5,
+                     record=a.steps.tolist())
+    np.testing.assert_array_equal(a.steps, np.arange(0, 121))
+    for r in (b, c):
+        np.testing.assert_array_equal(a.alignment, r.alignment)
+        np.testing.assert_array_equal(a.ode_time, r.ode_time)
+    lg = asg.simulate(m, s, steps=120, runs=3, engine="literal", seed=5, record="log")
+    assert lg.steps[0] == 0 and lg.steps[-1] == 120
+    np.testing.assert_array_equal(lg.alignment, a.alignment[:, lg.steps])
+    assert lg.run.record == "log" and lg.run.record_every is None
+    assert asg.RunConfig(steps=5, record="linear").record is None
+
+
+# --------------------------------------------------------------------------- command line
+
+
+def test_version_flag_prints_the_version(capsys):
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"attnsignal {asg.__version__}"
+
+
+@pytest.mark.parametrize("toml, flag, expected", [
+    ("[model]\ntheta = -1.0\n", ["--theta", "1"], "model.theta: must be a finite number >= 0"),
+    ("[run]\nsteps = 0\n", ["--steps", "3"], "run.steps: must be an integer >= 1"),
+    ("[step]\npower = -2\n", ["--power", "0.75"], "step.power: must be a finite number >= 0"),
+])
+def test_a_bad_config_value_is_rejected_even_when_a_flag_overrides_it(toml, flag, expected,
+                                                                      tmp_path, capsys):
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(toml)
+    out = tmp_path / "o"
+    assert main(["run", "--config", str(cfg), *flag, "--steps", "2", "--out", str(out)]
+                if "--steps" not in flag else
+                ["run", "--config", str(cfg), *flag, "--out", str(out)]) == 2
+    lines = [l for l in capsys.readouterr().err.splitlines() if l.strip()]
+    assert len(lines) == 1 and expected in lines[0], lines
+    assert not out.exists()
+
+
+def test_run_records_log_spaced_or_listed_steps_from_the_command_line(tmp_path):
+    import json
+
+    base = ["run", "--d", "5", "--n-informative", "2", "--n-nuisance", "3", "--steps", "500",
+            "--runs", "2", "--engine", "chain", "--quiet", "--no-plot"]
+    assert main([*base, "--record", "log", "--out", str(tmp_path / "a")]) == 0
+    res = asg.Result.load(tmp_path / "a")
+    assert res.steps[0] == 0 and res.steps[-1] == 500 and res.steps.size == 200
+    assert json.loads((tmp_path / "a" / "manifest.json").read_text())["run"]["record"] == "log"
+    assert main([*base, "--record", "10,100", "--out", str(tmp_path / "b")]) == 0
+    assert asg.Result.load(tmp_path / "b").steps.tolist() == [0, 10, 100, 500]
+    assert main([*base, "--record", "10,x", "--out", str(tmp_path / "c")]) == 2

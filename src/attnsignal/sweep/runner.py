@@ -187,7 +187,7 @@ class _Bar:
 def run_sweep(
     spec: SweepSpec | str | os.PathLike[str] | Mapping[str, Any],
     out: str | os.PathLike[str],
-    executor: str = "local",
+    executor: str | Executor = "local",
     scheduler: str | None = None,
     workers: int | None = None,
     chunk_runs: int | None = None,
@@ -203,7 +203,9 @@ def run_sweep(
     spec : a :class:`SweepSpec`, the path of a TOML spec, or the spec as a dict.
     out : the sweep directory (created; must be visible at the same path to every worker).
     executor : ``"local"`` (process pool here, default), ``"dask"``, ``"slurm"`` (Slurm jobs
-        through dask-jobqueue) or ``"serial"`` (this process).
+        through dask-jobqueue) or ``"serial"`` (this process), or a running
+        :class:`~attnsignal.sweep.executors.Executor` that several sweeps share (its ``close``
+        is called after the sweep; a shared one keeps it open).
     scheduler : with ``"dask"``, the address of a running scheduler; None starts a
         ``LocalCluster`` of ``workers`` processes with one thread each.
     workers : worker processes for ``"local"`` and the ``LocalCluster`` (default
@@ -230,7 +232,9 @@ def run_sweep(
     """
     t0 = time.perf_counter()
     spec = _as_spec(spec)
-    check_executor_options(executor, scheduler, workers, chunk_runs, retries)
+    given = None if isinstance(executor, str) else executor
+    check_executor_options("local" if given is not None else executor, scheduler, workers,
+                           chunk_runs, retries)
     if slurm is not None and executor != "slurm":
         raise ConfigError("slurm", "only with executor 'slurm'", executor)
     if executor == "slurm" and not isinstance(slurm, SlurmOptions):
@@ -259,6 +263,8 @@ def run_sweep(
         known = {s["file"]: s["sha256"] for s in old.get("shards", []) if s.get("sha256")}
 
     def start() -> Executor:
+        if given is not None:
+            return given
         return make_executor(executor, scheduler=scheduler, workers=workers, retries=retries,
                              slurm=slurm if isinstance(slurm, SlurmOptions) else None)
 

@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any, Callable, Iterator, Mapping
 
 from ..config import ConfigError
-from ..validation import Integer, Optional, Predicate, validate_fields
+from ..validation import Integer, Optional, Predicate, Real, check_keys, validate_fields
 
 __all__ = ["SlurmOptions", "slurm_cluster", "slurm_job_script", "walltime_seconds",
            "memory_bytes"]
@@ -132,9 +132,7 @@ _TABLE = {
                                     str)),
     "log_directory": Optional(Predicate(_is_path, "must be a directory path", str)),
     "python": Optional(Predicate(_is_path, "must be the path of a Python executable", str)),
-    "poll_seconds": Predicate(lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)
-                              and 0.1 <= v <= 3600, "must be a number of seconds in [0.1, 3600]",
-                              float),
+    "poll_seconds": Real(ge=0.1, le=3600),
 }
 
 
@@ -182,11 +180,7 @@ class SlurmOptions:
             return cls()
         if not isinstance(data, Mapping):
             raise ConfigError(prefix, "must be a table", data)
-        known = [f.name for f in fields(cls)]
-        for k, v in data.items():
-            if k not in known:
-                raise ConfigError(f"{prefix}.{k}", "unknown key; allowed keys are "
-                                  + ", ".join(known), v)
+        check_keys(data, [f.name for f in fields(cls)], prefix=f"{prefix}.")
         return cls(**dict(data))
 
     def to_dict(self) -> dict[str, Any]:
