@@ -157,7 +157,7 @@ WIDTH_CASES = {
 }
 
 
-@pytest.mark.timeout(60)
+@pytest.mark.timeout(180)  # the first accepted run may compile an engine
 @pytest.mark.parametrize("case", list(WIDTH_CASES))
 def test_integer_widths_are_supported_or_refused(case, spec, tmp_path, capsys):
     """Either a finite result that moved (exit 0) or one line (exit 2); never the silent

@@ -91,7 +91,7 @@ def test_integer_widths_of_a_small_simulation(engine, seed, first_run, d, record
     t0 = time.perf_counter()
     how, res = call(asg.simulate, model, _STEP, steps=3, runs=2, engine=engine, seed=seed,
                     first_run=first_run, record_every=record_every)
-    assert time.perf_counter() - t0 < 20
+    assert time.perf_counter() - t0 < 120  # the first call may compile the engine (~30 s)
     if how == "ok":
         assert_finite_result(res)
         assert res.run_ids.tolist() == [first_run, first_run + 1]
