@@ -101,6 +101,7 @@ def efficiency(
     attention_theory: bool = True,
     theory_samples: int = 4000,
     results: dict[str, Any] | None = None,
+    simulate: bool = True,
 ) -> pd.DataFrame:
     """The sample-efficiency table: one row per (method, target).
 
@@ -116,6 +117,8 @@ def efficiency(
         target: an ODE solve and ``theory_samples`` Monte Carlo draws for ``κ``).
     results : precomputed ``Result`` per method (e.g. E1's attention runs), used instead of
         simulating; their records decide the resolution of the measured crossing.
+    simulate : False: methods without a precomputed result get only their prediction
+        (measured NaN).
 
     Returns
     -------
@@ -163,16 +166,17 @@ def efficiency(
     rows = []
     for m in methods:
         res = results.get(m)
-        if res is None:
+        if res is None and simulate:
             res = _simulate(model, m, int(samples), runs, seed, records, attention_step,
                             oja_step)
-        mean_abs = np.nanmean(np.abs(res.alignment), axis=0)
-        sched = ("" if m not in ("sga", "oja") else
+        mean_abs = None if res is None else np.nanmean(np.abs(res.alignment), axis=0)
+        sched = ("" if m not in ("sga", "oja") or res is None else
                  getattr(res.schedule, "describe", lambda: str(res.schedule))())
         for t in targets:
             rows.append({
                 "method": m, "target": float(t),
-                "samples": samples_to_target(res.steps, mean_abs, float(t)),
+                "samples": (float("nan") if res is None else
+                            samples_to_target(res.steps, mean_abs, float(t))),
                 "predicted": predicted.get((m, t), float("nan")),
                 "schedule": sched + (f" ({source})" if m == "sga" else ""),
             })
