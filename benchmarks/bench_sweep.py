@@ -12,7 +12,6 @@ frames of every worker count are checked to be identical. Prints one JSON object
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import platform
@@ -37,9 +36,8 @@ def make_spec(engine: str, steps: int, runs: int, d: int) -> SweepSpec:
 
 
 def main(argv: list[str] | None = None) -> int:
-    has_chain = importlib.util.find_spec("attnsignal.engines.chain") is not None
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--engine", default="chain" if has_chain else "literal")
+    ap.add_argument("--engine", default="chain")
     ap.add_argument("--steps", type=int, default=None,
                     help="default: 40000 (chain), 1500 (literal, projected)")
     ap.add_argument("--runs", type=int, default=16, help="runs per grid point")

@@ -5,8 +5,9 @@ Update ``k = 0, 1, ...`` (step size ``η_k``, minibatch of ``B`` fresh samples):
     g = (1/B) Σ_b ∇_q ||f_q(X_b)||²,   riemannian: g ← g − (q·g) q,
     q ← (q + η_k g) / ||q + η_k g||.
 
-The records are the signed alignment ``ρ_k = <q_k, ξ>`` after ``k`` updates, at
-``k = 0, record_every, 2·record_every, ..., steps``, with the ODE time ``t_k = Σ_{j<k} η_j`` and
+The records are the signed alignment ``ρ_k = <q_k, ξ>`` after ``k`` updates, at the steps of
+:func:`attnsignal.records.record_steps` (by default ``k = 0, record_every, 2·record_every, ...,
+steps``; ``record="log"`` for log-spaced records), with the ODE time ``t_k = Σ_{j<k} η_j`` and
 the attention statistics of the sample(s) drawn at update ``k``.
 """
 
@@ -19,13 +20,15 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ._version import __version__
-from .config import ModelConfig, RunConfig, StepSize
-from .config import ConfigError
+from .config import ConfigError, ModelConfig, RunConfig
 from .engines import engines_with, get_engine
 from .engines.base import EngineState, StepStats, run_seeds
 from .limits import check_memory
 from .results import Result
-from .schedules import ode_time, step_sizes
+from .schedules import Schedule
+from .validation import Boolean, Instance, Integer, Optional
+from .validation import Callable as IsCallable, Sequence as SequenceOf
+
 
 __all__ = ["simulate", "DivergenceWarning"]
 
@@ -34,7 +37,12 @@ class DivergenceWarning(RuntimeWarning):
     """Some runs became non-finite; they are flagged in ``Result.diverged``."""
 
 
-_INT64_MAX = 2**63 - 1
+_MODEL = Instance(ModelConfig)
+_STEP = Instance(Schedule, "step-size schedule (StepSize, ConstantStep, PiecewiseStep, "
+                 "TabulatedStep, ...)")
+_RECORD_Q = Boolean()
+_SPAWN_PREFIX = SequenceOf(Integer(ge=0, le=2 ** 64 - 1), what="a sequence of integers >= 0")
+_PROGRESS = Optional(IsCallable("a callable taking the number of updates done"))
 #: Most step sizes materialised at once (8 MiB).
 _ETA_BLOCK = 1 << 20
 
@@ -64,7 +72,7 @@ def _flag_nan_statistics(state: EngineState, stats: StepStats, k: int
 
 def simulate(
     model: ModelConfig,
-    step: StepSize,
+    step: Schedule,
     *,
     steps: int,
     runs: int = 1,
@@ -74,6 +82,7 @@ def simulate(
     seed: int = 0,
     record_every: int | None = None,
     initial_alignment: float | None = None,
+    record: str | Sequence[int] | None = None,
     record_q: bool = False,
     first_run: int = 0,
     spawn_prefix: Sequence[int] = (),
@@ -83,13 +92,15 @@ def simulate(
 
     Parameters
     ----------
-    model, step : the data model and the step-size schedule ``η_k = η0 (1 + k/k0)^(−power)``.
-    steps, runs, batch, engine, update, seed, record_every, initial_alignment :
+    model, step : the data model and the step-size schedule (any :class:`~attnsignal.schedules.
+        Schedule`: ``StepSize`` ``η_k = η0 (1 + k/k0)^(−power)``, ``ConstantStep``, ...).
+    steps, runs, batch, engine, update, seed, record_every, initial_alignment, record :
         see :class:`RunConfig` (validated there; bad values raise ``ConfigError``).
         ``engine``: a name in :func:`attnsignal.engines.engine_names` — ``"literal"``
         (``O(BLd)`` per update), ``"projected"`` (exact in law, ``O(B(L+d))``), ``"chain"``
         (exact in law for ``ρ``, ``O(BL)``, no ``q``). The engine's ``check`` runs before any
         work (unsupported variants, sizes that cannot fit in memory: ``ConfigError``).
+        ``record``: None/"linear", "log" or a list of steps (:mod:`attnsignal.records`).
     record_q : also keep ``q`` at every record (engines with ``capabilities.has_query``).
     first_run, spawn_prefix : run ``r`` uses ``SeedSequence(seed, spawn_key=(*spawn_prefix, r))``
         for ``r = first_run, ..., first_run + runs − 1`` — so run ``r`` is bit-identical
@@ -98,15 +109,17 @@ def simulate(
 
     Returns
     -------
-    Result. Warns ``NotRobbinsMonroWarning`` for a schedule with ``power ∉ (1/2, 1]`` and
+    Result. Warns ``NotRobbinsMonroWarning`` for a schedule that is not Robbins–Monro and
     ``DivergenceWarning`` when runs diverge. A run whose state stays finite but whose attention
     statistics come back NaN (an engine failure, never expected) is flagged as diverged at that
     record as well, so that no NaN is returned unflagged.
+
+    Raises
+    ------
+    ConfigError (a ``ValueError``), one line naming the argument, for any bad argument.
     """
-    if not isinstance(model, ModelConfig):
-        raise TypeError(f"model: must be a ModelConfig; got {type(model).__name__}")
-    if not isinstance(step, StepSize):
-        raise TypeError(f"step: must be a StepSize; got {type(step).__name__}")
+    _MODEL.check("model", model)
+    _STEP.check("step", step)
     run = RunConfig(
         steps=steps,
         runs=runs,
@@ -116,7 +129,13 @@ def simulate(
         seed=seed,
         record_every=record_every,
         initial_alignment=initial_alignment,
+        record=record,
     )
+    record_q = _RECORD_Q.check("record_q", record_q)
+    Integer(ge=0, le=2 ** 63 - 1 - run.runs).check("first_run", first_run)
+    first_run = int(first_run)
+    spawn_prefix = _SPAWN_PREFIX.check("spawn_prefix", spawn_prefix)
+    progress = _PROGRESS.check("progress", progress)
     eng = get_engine(run.engine)
     if record_q and not eng.capabilities.has_query:
         raise ConfigError(
@@ -125,15 +144,9 @@ def simulate(
             + ", ".join(map(repr, engines_with(has_query=True))) + " to record q",
             record_q,
         )
-    if not isinstance(first_run, (int, np.integer)) or first_run < 0:
-        raise ValueError(f"first_run: must be an integer >= 0; got {first_run!r}")
-    if first_run + run.runs > _INT64_MAX:
-        raise ConfigError("first_run", "must be an integer in [0, 2^63 − 1 − runs] (run ids are "
-                          "64-bit)", first_run)
     eng.check(model, run)
-    # 0, every, 2·every, ..., steps: counted before the list is built
-    _check_record_memory(run.runs, -(-run.steps // run.record_every) + 1,
-                         model.d if record_q else 0)
+    # the records are counted before the list is built
+    _check_record_memory(run.runs, run.n_records(), model.d if record_q else 0)
     ks = run.record_steps()
     n_rec = len(ks)
     step.warn_if_not_robbins_monro()
@@ -155,7 +168,7 @@ def simulate(
         # however the updates are split into advance calls
         for lo in range(ks[j - 1], ks[j], _ETA_BLOCK):
             hi = min(lo + _ETA_BLOCK, ks[j])
-            state, stats = eng.advance(model, run, state, step_sizes(step, np.arange(lo, hi)))
+            state, stats = eng.advance(model, run, state, step.eta(np.arange(lo, hi)))
             if progress is not None:
                 progress(hi - lo)
         state, stats = _flag_nan_statistics(state, stats, ks[j])
@@ -178,7 +191,7 @@ def simulate(
         schedule=step,
         run=run,
         steps=np.asarray(ks, dtype=np.int64),
-        ode_time=ode_time(step, ks),
+        ode_time=step.ode_time(ks),
         alignment=align,
         informative_mass=mass,
         max_nuisance_weight=maxw,

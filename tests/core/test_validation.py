@@ -158,3 +158,158 @@ def test_cli_warns_about_a_schedule_that_is_not_robbins_monro(tmp_path, capsys):
     err = " ".join(capsys.readouterr().err.split())  # rich may wrap the line
     assert "not Robbins" in err and "0.3" in err, err
     assert json.loads((out / "manifest.json").read_text())["robbins_monro"] is False
+
+
+# --------------------------------------------------------------------------- Python API edges
+
+MODEL = asg.ModelConfig(**GOOD_MODEL)
+
+
+def _one_line_error(fn, field):
+    with pytest.raises(asg.ConfigError) as info:
+        fn()
+    msg = str(info.value)
+    assert info.value.field == field, msg
+    assert "\n" not in msg and msg.startswith(f"{field}: ") and "; got " in msg, msg
+    assert len(msg) < 300, msg
+    return msg
+
+
+@pytest.mark.parametrize("kwargs, field", [
+    ({"first_run": 2 ** 70}, "first_run"),
+    ({"first_run": True}, "first_run"),
+    ({"first_run": -1}, "first_run"),
+    ({"record_q": "yes"}, "record_q"),
+    ({"spawn_prefix": ("a",)}, "spawn_prefix"),
+    ({"spawn_prefix": (-1,)}, "spawn_prefix"),
+    ({"spawn_prefix": 5}, "spawn_prefix"),
+    ({"progress": "x"}, "progress"),
+    ({"record": "sometimes"}, "record"),
+    ({"record": [0, 5, 3]}, "record"),
+    ({"record": [1, 99]}, "record"),
+    ({"record": "log", "record_every": 2}, "record_every"),
+])
+def test_simulate_rejects_bad_arguments_of_its_own(kwargs, field):
+    _one_line_error(lambda: asg.simulate(MODEL, asg.StepSize(**GOOD_STEP), steps=3, **kwargs),
+                    field)
+
+
+def test_simulate_rejects_what_is_not_a_model_or_a_schedule():
+    _one_line_error(lambda: asg.simulate(GOOD_MODEL, asg.StepSize(0.1), steps=2), "model")
+    _one_line_error(lambda: asg.simulate(MODEL, {"eta0": 0.1}, steps=2), "step")
+
+
+def test_theory_functions_reject_bad_arguments_in_one_line():
+    from attnsignal.theory import (landscape, sa_diagnostics, samples_to_reach, solve_ode,
+                                   tracking)
+
+    res = asg.simulate(MODEL, asg.StepSize(**GOOD_STEP), steps=3)
+    cases = [
+        (lambda: landscape(MODEL, True), "rho"),
+        (lambda: landscape(MODEL, "0.5"), "rho"),
+        (lambda: landscape(MODEL, [0.1, np.nan]), "rho"),
+        (lambda: landscape(MODEL, 0.1, "spline"), "method"),
+        (lambda: landscape("model", 0.1), "model"),
+        (lambda: solve_ode(MODEL, [0.1, 0.2]), "rho0"),
+        (lambda: solve_ode(MODEL, 0.1, rtol="x"), "rtol"),
+        (lambda: solve_ode(MODEL, 0.1, rtol=-1), "rtol"),
+        (lambda: solve_ode(MODEL, 0.1, rtol=0), "rtol"),
+        (lambda: solve_ode(MODEL, 0.1, rtol=math.nan), "rtol"),
+        (lambda: solve_ode(MODEL, 0.1, atol=math.nan), "atol"),
+        (lambda: solve_ode(MODEL, 0.1, t_max=-1.0), "t_max"),
+        (lambda: solve_ode(MODEL, 0.1, targets=[0.5, 1.0]), "targets"),
+        (lambda: solve_ode(MODEL, 0.1, step="fast"), "step"),
+        (lambda: tracking("x", MODEL), "result"),
+        (lambda: tracking(res, MODEL, z=0), "z"),
+        (lambda: sa_diagnostics(None, MODEL), "result"),
+        (lambda: samples_to_reach(MODEL, asg.StepSize(0.1), target=1.0), "target"),
+        (lambda: samples_to_reach(MODEL, asg.StepSize(0.1), plateau="no"), "plateau"),
+    ]
+    for fn, field in cases:
+        _one_line_error(fn, field)
+
+
+def test_from_dict_names_missing_fields_and_big_values_are_truncated():
+    msg = _one_line_error(lambda: asg.ModelConfig.from_dict({"d": 5}), "model.n_informative")
+    assert msg.endswith("required; got nothing")
+    msg = _one_line_error(lambda: asg.ModelConfig(**{**GOOD_MODEL, "theta": np.zeros((40, 40))}),
+                          "theta")
+    assert "array of shape (40, 40)" in msg
+    msg = _one_line_error(lambda: asg.ModelConfig(**{**GOOD_MODEL, "signal_sign": "x" * 5000}),
+                          "signal_sign")
+    assert len(msg) < 300 and "…" in msg
+
+
+def test_sweep_grids_take_numpy_values_like_the_configs_do():
+    from attnsignal.sweep import SweepSpec
+
+    base = {"sweep": {"steps": 5, "runs": 1}, "model": dict(GOOD_MODEL), "step": dict(GOOD_STEP)}
+    a = SweepSpec.from_dict({**base, "grid": {"model.n_nuisance": [np.int64(5), np.int64(6)],
+                                               "model.theta": np.array([0.5, 1.0])}})
+    b = SweepSpec.from_dict({**base, "grid": {"model.n_nuisance": [5, 6],
+                                               "model.theta": [0.5, 1.0]}})
+    assert a.identity() == b.identity() and a.n_points == 4
+    assert [type(v) for v in a.points()[0].values.values()] == [int, float]
+
+
+def test_the_validator_pieces():
+    from attnsignal.validation import (AnyOf, Boolean, Instance, Integer, OneOf, Optional, Real,
+                                       Sequence, validated)
+
+    assert Integer(ge=0).check("n", np.int64(3)) == 3
+    assert type(Real(gt=0).check("x", np.float32(0.5))) is float
+    assert Sequence(Integer(ge=0), min_len=1).check("s", np.array([1, 2])) == (1, 2)
+    for c, v in [(Integer(ge=0), True), (Real(ge=0), "1"), (Real(ge=0), math.inf),
+                 (Boolean(), 1), (OneOf("a", "b"), "c"), (Instance(dict), []),
+                 (Optional(Integer(le=3)), 4), (AnyOf(Integer(), Boolean()), "x")]:
+        with pytest.raises(asg.ConfigError, match=r"^f: must be .*; got "):
+            c.check("f", v)
+
+    @validated(n=Integer(ge=1))
+    def twice(n):
+        return 2 * n
+
+    assert twice(np.int64(3)) == 6
+    with pytest.raises(asg.ConfigError, match=r"^n: must be an integer >= 1; got 0$"):
+        twice(0)
+
+
+# --------------------------------------------------------------------------- records
+
+
+def test_record_steps_linear_log_and_listed():
+    from attnsignal.records import n_records, record_steps
+
+    for steps in (1, 2, 7, 199, 200, 1000, 123_457, 10 ** 12):
+        for record, every in ((None, None), ("log", None), (None, max(1, steps // 3))):
+            if steps > 10 ** 7 and record is None:
+                continue
+            ks = record_steps(steps, every, record)
+            assert ks.dtype == np.int64 and ks[0] == 0 and ks[-1] == steps
+            assert np.all(np.diff(ks) > 0) and ks.size == n_records(steps, every, record)
+        log = record_steps(steps, record="log")
+        assert log.size == min(200, steps + 1)
+        if steps >= 10_000:  # evenly spaced in log k past the first, consecutive ones
+            r = np.diff(np.log(log[50:].astype(float)))
+            assert r.max() < 1.5 * r.min() + 1e-9
+    assert record_steps(10, record=[3, 5]).tolist() == [0, 3, 5, 10]
+    assert record_steps(10, 3).tolist() == [0, 3, 6, 9, 10]
+    assert n_records(10 ** 15, 1) == 10 ** 15 + 1  # counted, not built
+    asg.RunConfig(steps=10 ** 15, record_every=1)  # validated without building the records
+
+
+def test_linear_records_are_unchanged_and_a_list_or_log_records_the_same_run():
+    m, s = MODEL, asg.StepSize(**GOOD_STEP)
+    a = asg.simulate(m, s, steps=120, runs=3, engine="literal", seed=5)
+    b = asg.simulate(m, s, steps=120, runs=3, engine="literal", seed=5, record="linear")
+    c = asg.simulate(m, s, steps=120, runs=3, engine="literal", seed=5,
+                     record=a.steps.tolist())
+    np.testing.assert_array_equal(a.steps, np.arange(0, 121))
+    for r in (b, c):
+        np.testing.assert_array_equal(a.alignment, r.alignment)
+        np.testing.assert_array_equal(a.ode_time, r.ode_time)
+    lg = asg.simulate(m, s, steps=120, runs=3, engine="literal", seed=5, record="log")
+    assert lg.steps[0] == 0 and lg.steps[-1] == 120
+    np.testing.assert_array_equal(lg.alignment, a.alignment[:, lg.steps])
+    assert lg.run.record == "log" and lg.run.record_every is None
+    assert asg.RunConfig(steps=5, record="linear").record is None

@@ -56,7 +56,8 @@ def test_api_reference_is_generated_from_the_docstrings(site):
     for name in ("attnsignal.sweep.runner.run_sweep", "attnsignal.sweep.slurm.SlurmOptions"):
         assert f'id="{name}"' in sweeps, name
     theory = _text(site, "reference/theory")
-    assert 'id="attnsignal.theory.solve_ode"' in theory
+    for name in ("solve_ode", "landscape.landscape", "fixed_points.fixed_points"):
+        assert f'id="attnsignal.theory.{name}"' in theory, name
 
 
 def _outputs(html: str) -> str:

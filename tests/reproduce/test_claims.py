@@ -1,62 +1,110 @@
-"""The claims check is a pure function of measured figures: it must fail on a violation."""
+"""Each experiment's claims are a pure function of its plan section and typed measurements:
+they must fail on a violation, and only that claim may fail."""
+
+from dataclasses import fields, replace
 
 import pytest
 
-from attnsignal.claims import Tolerances, check_claims, claims_failed, claims_table_markdown
-
-GOOD = {
-    "e1_runs": 30,
-    "e1_min_final_abs": 0.995,
-    "e1_mean_final_abs": 0.9971,
-    "e2_weak_mean_final_abs": 0.993,
-    "e2_min_mean_final_abs": 0.992,
-    "e3_mass_weak": 0.061,
-    "e3_mass_weak_predicted": 0.0605,
-    "e3_mass_dense": 0.97,
-    "e3_max_nuisance_dense": 1e-4,
-    "e4_stable_interior": 0,
-    "e4_monotone_configs": 13,
-    "e4_configs": 13,
-    "e1_literal_z": 0.7,
-}
+from attnsignal.claims import check_claims, claims_failed, claims_table_markdown
+from attnsignal.config import ModelConfig
+from attnsignal.reproduce import Plan
+from attnsignal.reproduce.e1_headline import E1, E1Measurements
+from attnsignal.reproduce.e2_robustness import E2, E2Measurements
+from attnsignal.reproduce.e3_filtering import E3, E3Measurements
+from attnsignal.reproduce.e4_landscape import E4, E4Measurements
+from attnsignal.reproduce.e5_tracking import E5, E5Measurements
 
 
-def test_all_claims_hold_on_good_figures():
-    rows = check_claims(GOOD)
+def measurements(cls, **numbers):
+    """A measurements object with the given numbers; its data fields (arrays, results) are
+    not read by the claims and stay None."""
+    data = {f.name: None for f in fields(cls) if f.metadata.get("data")}
+    return cls(**numbers, **data)
+
+
+def good() -> dict:
+    e1 = dict(seed=2606, runs=30, mean_final_abs=0.9971, sd_final_abs=0.001, min_final_abs=0.995,
+              fraction_plus=0.5, ode_gap=0.05, d1000_ode_gap=0.3, measured_samples_d100=60_000.0,
+              measured_samples_d1000=float("nan"), d1000_mean_final_abs=0.9,
+              d1000_sd_final_abs=0.01, d1000_min_final_abs=0.88, d1000_fraction_plus=0.5,
+              pred_samples_d100=50_000.0, pred_samples_d1000=900_000.0, literal_seed=2607,
+              literal_mean_abs=0.2, chain_check_seed=2608, chain_check_runs=200,
+              chain_check_mean_abs=0.2, literal_z=0.7, literal_seconds_per_sample=0.02,
+              chain_seconds_per_sample=2e-4)
+    return {
+        "E1": e1,
+        "E2": dict(seed=2626, weak_mean_final_abs=0.993, min_mean_final_abs=0.992),
+        "E3": dict(seed=2636, mass_weak=0.061, mass_weak_predicted=0.0605, mass_dense=0.97,
+                   max_nuisance_dense=1e-4, dense_theta=3.0, dense_density=4.0,
+                   weak_final_abs=0.997),
+        "E4": dict(seed=2646, boundary_seed=2647, stable_interior=0, monotone_configs=12,
+                   configs=12, fraction_plus=0.86, fraction_predicted=0.86, p_uniform=0.865,
+                   p_uniform_se=0.02, sign_agreement=0.98, runs=400, boundary=[], rstar=-0.15),
+        "E5": dict(seed=2656, sa_seed=2657, gaps=[0.08, 0.04], gap_shrinks=True,
+                   smallest_gap=0.04, window_first=0.1, window_last=0.05, steps_to_T=[100, 200]),
+    }
+
+
+CLASSES = {"E1": E1Measurements, "E2": E2Measurements, "E3": E3Measurements,
+           "E4": E4Measurements, "E5": E5Measurements}
+WEAK = ModelConfig(d=100, n_informative=500, n_nuisance=10_000, theta=0.25)
+
+
+def build(changes: dict | None = None) -> dict:
+    out = {}
+    for name, nums in good().items():
+        nums = {**nums, **(changes or {}).get(name, {})}
+        m = measurements(CLASSES[name], **nums)
+        if name == "E3":
+            m = replace(m, weak_model=WEAK)
+        out[name] = m
+    return out
+
+
+def test_all_claims_hold_on_good_measurements():
+    rows = check_claims(Plan.full(), build())
     assert len(rows) == 6
     assert claims_failed(rows) == []
     assert [r.verdict for r in rows].count("PASS") == 5
     assert rows[3].verdict.startswith("holds only when")
+    assert rows[-1].implementation_check and not any(r.implementation_check for r in rows[:-1])
     md = claims_table_markdown(rows)
     assert md.count("\n") == 7 and "PASS" in md
 
 
 @pytest.mark.parametrize(
-    "key,value,which",
+    "name,field,value,which",
     [
-        ("e1_mean_final_abs", 0.95, 1),
-        ("e1_min_final_abs", 0.5, 0),
-        ("e2_weak_mean_final_abs", 0.8, 2),
-        ("e2_min_mean_final_abs", 0.3, 2),
-        ("e3_mass_dense", 0.2, 3),
-        ("e3_max_nuisance_dense", 0.3, 3),
-        ("e3_mass_weak", 0.5, 3),
-        ("e4_stable_interior", 1, 4),
-        ("e1_literal_z", 6.0, 5),   # the literal spot check disagrees with the chain
-        ("e1_literal_z", -4.5, 5),
+        ("E1", "mean_final_abs", 0.95, 1),
+        ("E1", "min_final_abs", 0.5, 0),
+        ("E2", "weak_mean_final_abs", 0.8, 2),
+        ("E2", "min_mean_final_abs", 0.3, 2),
+        ("E3", "mass_dense", 0.2, 3),
+        ("E3", "max_nuisance_dense", 0.3, 3),
+        ("E3", "mass_weak", 0.5, 3),
+        ("E4", "stable_interior", 1, 4),
+        ("E1", "literal_z", 6.0, 5),   # the literal spot check disagrees with the chain
+        ("E1", "literal_z", -4.5, 5),
     ],
 )
-def test_a_violated_claim_fails(key, value, which):
-    rows = check_claims({**GOOD, key: value})
+def test_a_violated_claim_fails(name, field, value, which):
+    rows = check_claims(Plan.full(), build({name: {field: value}}))
     assert rows[which].verdict == "FAIL"
     assert rows[which] in claims_failed(rows)
     assert all(r.verdict != "FAIL" for i, r in enumerate(rows) if i != which)
 
 
 def test_quick_tolerances_are_looser_but_still_fail_real_violations():
-    q = Tolerances.quick()
-    assert q.mean_final_abs < Tolerances().mean_final_abs
-    rows = check_claims({**GOOD, "e1_mean_final_abs": 0.985}, q)
+    full, quick = Plan.full(), Plan.quick()
+    assert quick.section(E1).mean_final_abs < full.section(E1).mean_final_abs
+    rows = check_claims(quick, build({"E1": {"mean_final_abs": 0.985}}))
     assert rows[1].verdict == "PASS"
-    rows = check_claims({**GOOD, "e1_mean_final_abs": 0.9}, q)
+    assert check_claims(full, build({"E1": {"mean_final_abs": 0.985}}))[1].verdict == "FAIL"
+    rows = check_claims(quick, build({"E1": {"mean_final_abs": 0.9}}))
     assert rows[1].verdict == "FAIL"
+
+
+def test_every_claim_states_its_tolerance_in_both_modes():
+    for plan in (Plan.full(), Plan.quick()):
+        for r in check_claims(plan, build()):
+            assert r.tolerance and r.measured and r.claim

@@ -13,6 +13,11 @@ import pytest
 
 from attnsignal.config import ModelConfig, StepSize
 from attnsignal.reproduce import Plan, reproduce
+from attnsignal.reproduce.e1_headline import E1
+from attnsignal.reproduce.e2_robustness import E2
+from attnsignal.reproduce.e3_filtering import E3
+from attnsignal.reproduce.e4_landscape import E4
+from attnsignal.reproduce.e5_tracking import E5
 
 SECTIONS = [
     "Claims of the paper, checked",
@@ -28,19 +33,18 @@ FIGURES = ["e1_headline", "e2_robustness", "e3_filtering", "e4_landscape", "e4_b
 VERDICT = re.compile(r"^(PASS|FAIL|holds only when .+)$")
 
 
-def tiny_plan() -> Plan:
+def tiny_plan(seed: int = 7) -> Plan:
     """Every experiment at toy size (seconds): same code paths, smaller models and budgets."""
-    return replace(
-        Plan.quick_plan(seed=7),
-        e1_model=ModelConfig(d=20, n_informative=10, n_nuisance=200, theta=0.25),
-        e1_big_d=60, e1_runs=4, e1_steps=1500, e1_records=30, theory_samples=300,
-        e1_step=StepSize(eta0=0.05, k0=300.0, power=1.0),
-        literal_runs=2, literal_steps=20,
-        e2_thetas=(0.25, 1.0), e2_ratios=(1, 20), e2_R=10, e2_d=20, e2_runs=3, e2_steps=800,
-        e3_thetas=(0.25, 2.0), e3_densities=(0.05, 1.0), e3_N=40, e3_runs=2, e3_steps=300,
-        e4_runs=20, e4_boundary_runs=4, e4_steps=20_000,
-        e5_eta0s=(0.04, 0.02), e5_runs=40, e5_sa_T=5.0,
-    )
+    q = Plan.quick(seed=seed)
+    return Plan(mode="quick", seed=seed, sections={
+        "E1": replace(q.section(E1), model=ModelConfig(d=20, n_informative=10, n_nuisance=200, theta=0.25),
+                      big_d=60, runs=4, steps=1500, records=30, theory_samples=300,
+                      step=StepSize(eta0=0.05, k0=300.0, power=1.0), literal_runs=2, literal_steps=20),
+        "E2": replace(q.section(E2), thetas=(0.25, 1.0), ratios=(1, 20), R=10, d=20, runs=3, steps=800),
+        "E3": replace(q.section(E3), thetas=(0.25, 2.0), densities=(0.05, 1.0), N=40, runs=2, steps=300),
+        "E4": replace(q.section(E4), runs=20, boundary_runs=4, steps=20_000),
+        "E5": replace(q.section(E5), eta0s=(0.04, 0.02), runs=40, sa_T=5.0),
+    })
 
 
 def _claims_rows(md: str) -> list[list[str]]:
@@ -98,7 +102,7 @@ def test_each_section_reports_what_the_paper_asks_for(reduced):
     e5 = next(v for k, v in sec.items() if k.startswith("E5"))
     assert "Gap/η0" in e5 and "largest gap" in e5
     meas = json.loads((out / "measurements.json").read_text())
-    assert len(meas["e5_gaps"]) == 2 and "e1_literal_z" in meas
+    assert len(meas["E5"]["gaps"]) == 2 and "literal_z" in meas["E1"]
 
 
 def test_claims_table_parses_and_matches_claims_json(reduced):
@@ -112,16 +116,16 @@ def test_claims_table_parses_and_matches_claims_json(reduced):
     assert [d["verdict"] for d in data] == [r[3] for r in rows]
     assert [d["failed"] for d in data] == [c.failed for c in res.claims]
     meas = json.loads((out / "measurements.json").read_text())
-    assert meas["e1_runs"] == 4 and 0.0 <= meas["e1_mean_final_abs"] <= 1.0
-    assert meas["quick"] is True
+    assert meas["E1"]["runs"] == 4 and 0.0 <= meas["E1"]["mean_final_abs"] <= 1.0
+    assert meas["quick"] is True and meas["mode"] == "quick"
 
 
 def test_a_second_run_resumes_from_the_stores(reduced, tmp_path):
     out, res = reduced
     again = reproduce(out, plan=tiny_plan(), progress=False, log=lambda s: None)
     assert [c.measured for c in again.claims] == [c.measured for c in res.claims]
-    # nothing was simulated again: the sweep stages cost far less than the first time
-    assert again.timings["E2"] < max(0.5 * res.timings["E2"], 0.5)
+    # nothing was simulated again
+    assert all(e["worker_seconds"] == 0 for e in again.profile["experiments"].values())
 
 
 def test_cli_exits_1_when_a_claim_fails(monkeypatch, tmp_path):
@@ -154,10 +158,10 @@ def test_cli_rejects_bad_options_with_one_line(argv, field, tmp_path, capsys):
 
 
 def test_sweeps_get_the_executor_options(monkeypatch, tmp_path):
-    """Small sweeps run in-process (no workers to size); the others, and every Dask sweep,
-    get the executor, scheduler and workers as given."""
+    """With the local executor every sweep's tasks go to the reproduction's one shared pool
+    (no workers to size per sweep); a Dask sweep gets the executor and scheduler as given."""
     import attnsignal.sweep as sw
-    from attnsignal.reproduce.context import Context, sweep_spec
+    from attnsignal.reproduce.context import ExperimentContext, Shared, sweep_spec
 
     calls = []
     real = sw.run_sweep
@@ -170,12 +174,79 @@ def test_sweeps_get_the_executor_options(monkeypatch, tmp_path):
     monkeypatch.setattr(sw, "run_sweep", spy)
     spec = sweep_spec(ModelConfig(d=5, n_informative=2, n_nuisance=3, theta=1.0),
                       StepSize(0.05), seed=1, runs=2, steps=5)
-    Context(tmp_path / "a", executor="local", workers=2, progress=False).sweep("S", spec, small=True)
-    Context(tmp_path / "b", executor="local", workers=2, progress=False).sweep("S", spec)
-    Context(tmp_path / "c", executor="dask", scheduler="tcp://h:8786",
-            progress=False).sweep("S", spec, small=True)
-    got = [(c["executor"], c["scheduler"], c["workers"]) for c in calls]
-    assert got == [("serial", None, None), ("local", None, 2), ("dask", "tcp://h:8786", None)]
+    pool = object()
+    plan = Plan.quick()
+    ExperimentContext(E5, plan, Shared(tmp_path / "a", workers=2, pool=pool)).sweep("S", spec)
+    ExperimentContext(E5, plan, Shared(tmp_path / "c", executor="dask",
+                                       scheduler="tcp://h:8786")).sweep("S", spec)
+    got = [(getattr(c["executor"], "pool", c["executor"]), c["scheduler"], c["workers"])
+           for c in calls]
+    assert got == [(pool, None, None), ("dask", "tcp://h:8786", None)]
+
+
+def test_every_result_records_the_seed_it_ran_with(reduced):
+    """E4 and E5 once recorded seed 0 while their sweeps ran with plan.seed + 40 / + 50."""
+    out, res = reduced
+    m = res.measurements
+    assert m["E1"].headline.run.seed == m["E1"].big.run.seed == m["E1"].seed == 7
+    assert (m["E1"].literal_seed, m["E1"].chain_check_seed) == (8, 9)
+    assert m["E2"].seed == 27 and m["E3"].seed == 37
+    assert (m["E4"].seed, m["E4"].boundary_seed) == (47, 48)
+    assert (m["E5"].seed, m["E5"].sa_seed) == (57, 58)
+    stored = json.loads((out / "measurements.json").read_text())
+    assert stored["E4"]["seed"] == 47 and stored["E5"]["sa_seed"] == 58
+    # the seeds the sweep stores were planned with are the ones recorded
+    for name, seed in (("E4", 47), ("E5_sa", 58), ("E2", 27)):
+        manifest = next((out / "data").glob(f"{name}-*/sweep.json"))
+        assert json.loads(manifest.read_text())["spec"]["sweep"]["seed"] == seed
+
+
+def test_profile_accounts_for_every_experiment(reduced):
+    from attnsignal.reproduce.pipeline import profile_table
+
+    out, res = reduced
+    assert (out / "profile.json").is_file()  # (a later test's resumed run rewrites it)
+    prof = res.profile
+    assert set(prof["experiments"]) == {"E1", "E2", "E3", "E4", "E5"}
+    for e in prof["experiments"].values():
+        assert 0 <= e["start"] <= e["end"] <= prof["total_wall"] + 1e-6
+        assert e["tasks"] >= 1 and e["worker_seconds"] > 0
+    assert 1 <= len(prof["kernel_warmup"]) <= prof["workers"]
+    rows = profile_table(prof)
+    assert rows[-1][0] == "total" and all(len(r) == 4 for r in rows)
+
+
+@pytest.mark.parametrize("make,field", [
+    (lambda: Plan(mode="fast"), "plan.mode"),
+    (lambda: Plan.quick(seed=-1), "plan.seed"),
+    (lambda: Plan(sections={"E9": None}), "plan.E9"),
+    (lambda: Plan(sections={"E1": Plan.quick().section(E2)}), "plan.E1"),
+    (lambda: replace(Plan.quick().section(E1), runs=1), "e1.runs"),
+    (lambda: replace(Plan.quick().section(E2), thetas=()), "e2.thetas"),
+    (lambda: replace(Plan.quick().section(E5), rho0=2.0), "e5.rho0"),
+    (lambda: replace(Plan.quick().section(E4), model="d=50"), "e4.model"),
+])
+def test_a_bad_plan_fails_with_one_line_naming_the_field(make, field):
+    from attnsignal.config import ConfigError
+
+    with pytest.raises(ConfigError) as info:
+        make()
+    assert info.value.field == field and "\n" not in str(info.value)
+
+
+def test_registry_plans_are_valid_and_dependencies_come_first():
+    from attnsignal.reproduce import EXPERIMENTS, get_experiment
+
+    seen = set()
+    for exp in EXPERIMENTS:
+        assert isinstance(exp.Plan.full(), exp.Plan) and isinstance(exp.Plan.quick(), exp.Plan)
+        assert all(d.name in seen for d in exp.needs)
+        assert get_experiment(exp.name) is exp
+        seen.add(exp.name)
+    assert Plan.quick().section(E3).runs < Plan.full().section(E3).runs
+    assert Plan.full().section(E5).schedule.k0 == 100.0  # a schedule object, not loose fields
+    with pytest.raises(KeyError):
+        get_experiment("E0")
 
 
 def test_cli_passes_the_executor_options_through(monkeypatch, tmp_path):

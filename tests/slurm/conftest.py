@@ -1,7 +1,8 @@
 """The Slurm tests run against a real single-node Slurm (``.ci/start-slurm``).
 
 ``.ci/run`` starts it before the suite; when it is not running, this fixture tries the same
-script without installing anything (root only) and stops the daemons it started at the end.
+script without installing anything (root only) and stops the daemons it started at the end
+(unless jobs of another session are still queued).
 When Slurm cannot run, every test that needs it is skipped with the reason.
 """
 
@@ -44,5 +45,8 @@ def slurm() -> str:
             pytest.skip(f"Slurm could not be started: {p.stderr.strip()[-300:]}")
         started = True
     yield "up"
-    if started:
-        subprocess.run([str(SCRIPT), "--stop"], capture_output=True, timeout=30)
+    if started:  # stop what this session started, unless someone else's jobs are queued
+        q = subprocess.run(["squeue", "-h", "-o", "%i"], capture_output=True, text=True,
+                           timeout=30)
+        if q.returncode == 0 and not q.stdout.strip():
+            subprocess.run([str(SCRIPT), "--stop"], capture_output=True, timeout=30)

@@ -124,3 +124,18 @@ def test_slurm_flags_need_the_slurm_executor(tmp_path, cli, flag):
     spec.write_text(TINY_TOML)
     p = cli("sweep", str(spec), "--out", str(tmp_path / "out"), *flag)
     assert p.returncode == 2 and "only with --executor slurm" in p.stderr
+
+
+def test_reproduce_reads_a_slurm_table_and_flags_override_it(tmp_path, cli):
+    pytest.importorskip("dask_jobqueue")
+    conf = tmp_path / "slurm.toml"
+    conf.write_text('[slurm]\npartition = "a"\ninterface = "lo"\nprologue = ["module load py"]\n')
+    p = cli("reproduce", "--executor", "slurm", "--slurm-config", str(conf), "--partition", "b",
+            "--dry-run")
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert "#SBATCH -p b" in lines and "module load py" in lines
+    assert "--interface lo" in p.stdout
+    conf.write_text("[slurm]\nqueue = 'a'\n")
+    p = cli("reproduce", "--executor", "slurm", "--slurm-config", str(conf), "--dry-run")
+    assert p.returncode == 2 and "slurm.queue: unknown key" in p.stderr

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 
 import numpy as np
 import pandas as pd
@@ -63,8 +62,6 @@ def test_dask_local_cluster_two_workers(tmp_path, tiny_reference):
     pd.testing.assert_frame_equal(f, tiny_reference, check_exact=True)
 
 
-@pytest.mark.skipif(importlib.util.find_spec("attnsignal.engines.chain") is None,
-                    reason="the chain engine is not in this build")
 def test_chain_engine_pool_vs_in_process(tmp_path):
     spec = SweepSpec.from_dict(spec_dict(engine="chain", steps=200, runs=6))
     a = _sweep(tmp_path, "a", spec, executor="serial", chunk_runs=6)

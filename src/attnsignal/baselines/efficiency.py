@@ -22,7 +22,8 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from ..config import ConfigError, ModelConfig, StepSize, int_ge
+from ..config import ConfigError, ModelConfig, StepSize
+from ..validation import Integer, Optional
 from .base import method_names
 from .runner import baseline
 from .theory import baseline_theory
@@ -138,11 +139,8 @@ def efficiency(
             raise ConfigError("methods", "must be among " + ", ".join(map(repr, allowed)), m)
     for name, value, lo in (("runs", runs, 1), ("seed", seed, 0), ("records", records, 2),
                             ("theory_samples", theory_samples, 100)):
-        pred, desc, _ = int_ge(lo)
-        if not pred(value):
-            raise ConfigError(name, desc, value)
-    if samples is not None and not int_ge(1)[0](samples):
-        raise ConfigError("samples", "must be an integer >= 1 (or None)", samples)
+        Integer(ge=lo).check(name, value)
+    Optional(Integer(ge=1)).check("samples", samples)
     results = dict(results or {})
     tmax = float(targets.max())
     if attention_step is None and "sga" in methods and "sga" not in results:

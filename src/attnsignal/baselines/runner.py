@@ -8,7 +8,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from .._version import __version__
-from ..config import ConfigError, ModelConfig, RunConfig, StepSize, int_ge
+from ..config import ConfigError, ModelConfig, RunConfig, StepSize
+from ..validation import Integer
 from ..engines.base import run_seeds
 from ..results import Result
 from .base import RUNNING_AVERAGE, BaselineConfig, get_estimator, method_names
@@ -22,7 +23,7 @@ _CHUNK_BYTES = 64 << 20
 def baseline_record_steps(samples: int, record_every: int | None = None,
                           record: Any = None) -> np.ndarray:
     """The record steps: the shared :func:`attnsignal.records.record_steps` when present."""
-    if record is None and record_every is not None and int_ge(1)[0](record_every):
+    if record is None and record_every is not None and Integer(ge=1).accepts(record_every):
         from ..limits import check_memory
 
         check_memory("record_every", 8.0 * (samples // record_every + 2) * 4,
@@ -108,9 +109,7 @@ def baseline(
                           method)
     for name, value, lo in (("samples", samples, 1), ("runs", runs, 1), ("seed", seed, 0),
                             ("first_run", first_run, 0)):
-        pred, desc, _ = int_ge(lo)
-        if not pred(value):
-            raise ConfigError(name, desc, value)
+        Integer(ge=lo).check(name, value)
     run = RunConfig(steps=samples, runs=runs, seed=seed, record_every=record_every,
                     method=method)
     step = _check_step(method, model, step)

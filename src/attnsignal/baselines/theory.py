@@ -57,7 +57,8 @@ import numpy as np
 from numba import njit
 from scipy.special import gammaln
 
-from ..config import ConfigError, ModelConfig, int_ge
+from ..config import ConfigError, ModelConfig
+from ..validation import Integer
 from .base import BaselineConfig, method_names
 
 #: Quantiles of the uniform start averaged over in Oja's mean-field prediction.
@@ -223,8 +224,7 @@ def baseline_theory(model: ModelConfig, method: str, samples: Any, *, step: Any 
         raise ConfigError("method", "must be one of " + ", ".join(map(repr, method_names())),
                           method)
     arr = np.asarray(samples)
-    pred, desc, _ = int_ge(0)
-    if arr.size == 0 or not all(pred(v) for v in arr.ravel().tolist()):
+    if arr.size == 0 or not all(Integer(ge=0).accepts(v) for v in arr.ravel().tolist()):
         raise ConfigError("samples", "must be integers >= 0", samples)
     ks = arr.astype(np.int64)
     step = _check_step(method, model, step)

@@ -6,7 +6,7 @@ import math
 import tomllib
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterator, Mapping, Sequence
 
 from rich.console import Console
 from rich.progress import (
@@ -18,8 +18,10 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from ..config import ConfigError, ModelConfig, RunConfig, StepSize
+from ..config import ConfigError, ModelConfig, RunConfig
 from ..engines import engine_names
+from ..schedules import SCHEDULES, Schedule, StepSize, schedule_from_dict
+from ..validation import check_keys, parse_text
 from . import UsageFailure
 
 console = Console(stderr=True)
@@ -66,24 +68,8 @@ def field_option(name: str, default: Any, help_: str | None = None) -> Any:
                         show_default=False)
 
 
-def parse_value(text: str | None) -> Any:
-    """A command-line value as the validator should see it: int if it reads as an integer,
-    else float if it reads as a number, else the string (so ``--d 2.5`` reaches the validator
-    as 2.5 and is rejected there with the field's allowed range)."""
-    if text is None:
-        return None
-    t = text.strip()
-    if t.lower() in ("none", "null"):
-        return None
-    try:
-        return int(t)
-    except ValueError:
-        pass
-    try:
-        v = float(t)
-        return v
-    except ValueError:
-        return t
+#: A command-line value as the validator should see it (see :func:`attnsignal.validation.parse_text`).
+parse_value = parse_text
 
 
 def load_toml(path: Path) -> dict[str, Any]:
@@ -97,36 +83,50 @@ def load_toml(path: Path) -> dict[str, Any]:
 
 
 def build_configs(
-    flags: Mapping[str, Any], config_file: Path | None, defaults: Mapping[str, Any]
-) -> tuple[ModelConfig, StepSize, dict[str, Any]]:
-    """Merge defaults < config file ([model], [step], [run] tables) < flags given on the
-    command line; validate through the config classes. Returns (model, step, run kwargs)."""
-    sections: dict[str, dict[str, Any]] = {"model": {}, "step": {}, "run": {}}
-    keys = {"model": MODEL_KEYS, "step": STEP_KEYS, "run": RUN_KEYS}
-    for name, ks in keys.items():
-        for k in ks:
-            if k in defaults:
-                sections[name][k] = defaults[k]
-    if config_file is not None:
-        data = load_toml(config_file)
-        for name, table in data.items():
-            if name not in sections or not isinstance(table, dict):
-                raise ConfigError(
-                    str(name), "unknown table; allowed tables are [model], [step], [run]", table
-                )
-            for k, v in table.items():
-                if k not in keys[name]:
-                    raise ConfigError(
-                        f"{name}.{k}", "unknown key; allowed keys are " + ", ".join(keys[name]), v
-                    )
-                sections[name][k] = v
-    for name, ks in keys.items():
-        for k in ks:
+    flags: Mapping[str, Any], config_file: Path | None, defaults: Mapping[str, Any],
+    tables: Sequence[str] = ("model", "step", "run"),
+) -> tuple[ModelConfig, Schedule, dict[str, Any]]:
+    """Merge defaults < config file (``[model]``, ``[step]``, ``[run]`` tables) < flags given on
+    the command line; validate through the config classes. Returns (model, step, run kwargs).
+
+    Every value in the file is checked on its own first (``model.theta: must be …``), so a bad
+    value is rejected even when a flag overrides it. ``[step]`` may name any schedule family
+    with ``kind``; the power family's defaults apply only to the power family. ``tables``
+    lists the tables the command reads (others are rejected)."""
+    data = load_toml(config_file) if config_file is not None else {}
+    check_keys(data, tables, what="table")
+    for name, table in data.items():
+        if not isinstance(table, dict):
+            raise ConfigError(str(name), "must be a table", table)
+    file_step = data.get("step", {})
+    kind_given = file_step.get("kind", "power")
+    if not isinstance(kind_given, str) or kind_given not in SCHEDULES:
+        raise ConfigError("step.kind", "must be one of " + ", ".join(map(repr, SCHEDULES)),
+                          kind_given)
+    classes = {"model": ModelConfig, "step": SCHEDULES[kind_given], "run": RunConfig}
+    sections: dict[str, dict[str, Any]] = {}
+    for name, cls in classes.items():
+        table = data.get(name, {})
+        known = cls.field_names() + (["kind"] if name == "step" else [])
+        check_keys(table, known, prefix=f"{name}.")
+        for k, v in table.items():  # each file value valid on its own, overridden or not
+            if k in cls._table:
+                cls._table[k].check(f"{name}.{k}", v)
+        fill = {k: defaults[k] for k in cls.field_names() if k in defaults}
+        if name == "step" and kind_given != "power":
+            fill = {}
+        sections[name] = {**fill, **table}
+        for k in cls.field_names():
             if flags.get(k) is not None:
-                sections[name][k] = parse_value(flags[k]) if isinstance(flags[k], str) else flags[k]
+                v = flags[k]
+                sections[name][k] = cls._table[k].parse(v) if isinstance(v, str) else v
+    for k in StepSize.field_names():
+        if flags.get(k) is not None and k not in classes["step"].field_names():
+            raise ConfigError(f"step.{k}", f"not a field of the {kind_given!r} schedule of the "
+                              "config file", flags[k])
     model = ModelConfig.from_dict(sections["model"], prefix="")
-    step = StepSize.from_dict(sections["step"], prefix="")
-    RunConfig(**{k: v for k, v in sections["run"].items()})  # validate now, before any work
+    step = schedule_from_dict(sections["step"], prefix="")
+    RunConfig(**{"steps": 1, **sections["run"]})  # validate now, before any work
     return model, step, sections["run"]
 
 

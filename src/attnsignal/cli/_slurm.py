@@ -26,8 +26,26 @@ JOBS = typer.Option(None, "--jobs", metavar="INT", help="slurm: number of jobs k
 SBATCH = typer.Option(None, "--sbatch", metavar="OPTION", help="slurm: an extra #SBATCH "
                       "directive, e.g. --sbatch=--qos=short (repeatable)",
                       rich_help_panel="Slurm (--executor slurm)")
+CONFIG = typer.Option(None, "--slurm-config", metavar="TOML", help="slurm: a TOML file with "
+                      "a [slurm] table (every SlurmOptions field: interface, prologue, "
+                      "log_directory, ...); the flags override it",
+                      rich_help_panel="Slurm (--executor slurm)")
 DRY_RUN = typer.Option(False, "--dry-run", help="slurm: print the job script and exit "
                        "(submits nothing)", rich_help_panel="Slurm (--executor slurm)")
+
+
+def options_file(path: Any) -> Any:
+    """The ``[slurm]`` table of the TOML file ``path`` as SlurmOptions (ConfigError naming
+    ``--slurm-config`` or ``slurm.<key>``)."""
+    from ..config import ConfigError
+    from ..paths import read_toml
+    from ..sweep.slurm import SlurmOptions
+
+    doc = read_toml(path, "--slurm-config")
+    if set(doc) != {"slurm"}:
+        raise ConfigError("--slurm-config", "must hold one [slurm] table and nothing else",
+                          sorted(doc))
+    return SlurmOptions.from_dict(doc["slurm"])
 
 
 def slurm_options(executor: str, base: Any, *, partition: Optional[str],

@@ -23,6 +23,7 @@ def reproduce_cmd(
     workers: Optional[int] = typer.Option(None, "--workers", help="worker processes (default: the number of CPU cores)"),
     seed: int = typer.Option(2606, "--seed", help="root seed of every experiment"),
     quiet: bool = typer.Option(False, "--quiet", help="no progress bars"),
+    profile: bool = typer.Option(False, "--profile", help="print where the wall time went (kernel compilation, each experiment's simulation, theory, figures, I/O); also written to OUT/profile.json"),
     partition: Optional[str] = slurm_flags.PARTITION,
     account: Optional[str] = slurm_flags.ACCOUNT,
     walltime: Optional[str] = slurm_flags.WALLTIME,
@@ -30,6 +31,7 @@ def reproduce_cmd(
     cores_per_job: Optional[int] = slurm_flags.CORES,
     jobs: Optional[int] = slurm_flags.JOBS,
     sbatch: Optional[list[str]] = slurm_flags.SBATCH,
+    slurm_config: Optional[Path] = slurm_flags.CONFIG,
     dry_run: bool = slurm_flags.DRY_RUN,
 ) -> None:
     """Reproduce the paper: E1 headline, E2 robustness grid, E3 attention filtering,
@@ -40,6 +42,7 @@ def reproduce_cmd(
     """
     from ..claims import CLAIMS_HEADER, claims_table_rows
     from ..reproduce import Plan, reproduce
+    from ..reproduce.pipeline import profile_table
 
     from ..paths import check_output_dir
 
@@ -47,19 +50,23 @@ def reproduce_cmd(
         raise ConfigError("executor", "must be one of 'local', 'dask', 'slurm'", executor)
     if seed < 0:
         raise ConfigError("seed", "must be an integer >= 0", seed)
+    if slurm_config is not None and executor != "slurm":
+        raise ConfigError("--slurm-config", "only with --executor slurm", str(slurm_config))
+    base = slurm_flags.options_file(slurm_config) if slurm_config is not None else None
     slurm = slurm_flags.slurm_options(
-        executor, None, partition=partition, account=account, walltime=walltime, memory=memory,
+        executor, base, partition=partition, account=account, walltime=walltime, memory=memory,
         cores=cores_per_job, jobs=jobs, sbatch=sbatch, dry_run=dry_run)
+    from ..sweep.runner import check_executor_options
+
+    check_executor_options(executor, scheduler, workers)  # before OUT is created
     if slurm is not None:
-        from ..sweep.runner import check_executor_options
         from ..sweep.slurm import slurm_job_script
 
-        check_executor_options(executor, scheduler, workers)
         if dry_run:
             out.print(slurm_job_script(slurm), markup=False, highlight=False, soft_wrap=True)
             return
     check_output_dir(out_dir, "out")  # a file, read-only, too long...: before any work
-    plan = Plan.quick_plan(seed) if quick else Plan.full(seed)
+    plan = Plan.quick(seed) if quick else Plan.full(seed)
 
     def run(executor: str, scheduler: str | None):
         return reproduce(out_dir, plan=plan, executor=executor, scheduler=scheduler,
@@ -81,6 +88,13 @@ def reproduce_cmd(
         table.add_row(*cells[:-1], f"[{style}]{c.verdict}[/]")
     out.print(table)
     out.print(f"report: {out_dir / 'report.html'} (and report.md); wall time {res.timings['total']:.0f} s")
+    if profile:
+        pt = Table(title="where the wall time went (seconds)")
+        for col in ("phase", "wall", "CPU", "note"):
+            pt.add_column(col, overflow="fold")
+        for row in profile_table(res.profile):
+            pt.add_row(*row)
+        out.print(pt)
     if res.failed:
         console.print(f"[red]{len(res.failed)} claim(s) that should hold failed[/]")
         raise typer.Exit(1)

@@ -46,7 +46,10 @@ class ChainEngine(Engine):
     """The alignment Markov chain (module docstring)."""
 
     name = "chain"
+    # the variants the reduced kernel implements, listed explicitly: a new signal_sign or update
+    # value is refused here (Engine.check) until the kernel learns it
     capabilities = Capabilities(
+        signal_signs=("fixed", "random"), updates=("projected", "riemannian"),
         has_query=False, exact_in_law=True, cost="O(B L)",
         summary="the alignment Markov chain: exact in law for ρ, O(B L) per update, no q",
     )

@@ -1,22 +1,36 @@
-"""Shared machinery of the reproduction: where things go and how sweeps are run.
+"""What an experiment's ``run`` gets: its seed, sweeps on the shared pool, typed inputs.
 
 Every simulation of the reproduction is a sweep (:mod:`attnsignal.sweep`) stored under
-``OUT/data/<name>-<spec hash>/``, so an interrupted reproduction resumes where it stopped and can run on
-a Dask cluster. The frame of each experiment is also written as ``OUT/data/<name>.parquet``.
+``OUT/data/<name>-<spec hash>/``, so an interrupted reproduction resumes where it stopped and
+can run on a Dask cluster. The frame of each sweep is also written as ``OUT/data/<name>.parquet``.
+A sweep's :class:`SweepData` builds each grid point's :class:`~attnsignal.results.Result` from
+the point's own validated configs (the seed it ran with included), never from retyped ones.
 """
 
 from __future__ import annotations
 
+import threading
+import time
+from collections import defaultdict
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 import pandas as pd
 
-from ..config import ModelConfig, RunConfig, StepSize
+from ..config import ModelConfig, StepSize
 from ..results import Result, atomic_write
 
-__all__ = ["Context", "sweep_spec"]
+if TYPE_CHECKING:
+    from ..sweep import SweepSpec
+    from .experiment import Experiment, Measurements
+    from .plan import Plan
+    from .scheduler import SharedPool
+
+__all__ = ["Shared", "ExperimentContext", "PendingSweep", "SweepData", "Timing", "sweep_spec"]
+
+M = TypeVar("M", bound="Measurements")
 
 
 def sweep_spec(
@@ -44,52 +58,195 @@ def sweep_spec(
     }
 
 
+@dataclass(frozen=True)
+class SweepData:
+    """A finished sweep: its spec and tidy frame (``point``, the grid axes, ``run``, ``step``,
+    ``alignment``, ...)."""
+
+    name: str
+    spec: "SweepSpec"
+    frame: pd.DataFrame
+
+    def result_at(self, **values: Any) -> Result:
+        """The Result of the one grid point whose axis values are ``values`` (axis names with
+        ``__`` for ``.``: ``model__d=1000``); no values for a sweep of one point."""
+        want = {k.replace("__", "."): v for k, v in values.items()}
+        points = [p for p in self.spec.points()
+                  if all(p.values.get(k) == v for k, v in want.items())]
+        if len(points) != 1:
+            raise KeyError(f"{self.name}: {len(points)} grid points match {want}")
+        p = points[0]
+        return Result.from_frame(self.frame[self.frame["point"] == p.index], p.model, p.step,
+                                 p.run)
+
+
 @dataclass
-class Context:
+class Timing:
+    """Where one experiment's wall time went (seconds)."""
+
+    start: float = 0.0          # since the reproduction started
+    end: float = 0.0
+    waiting: float = 0.0        # blocked on its sweeps or on experiments it needs
+    io: float = 0.0             # loading sweeps and writing their frames
+    figures: float = 0.0
+    report: float = 0.0
+    worker_seconds: float = 0.0  # its tasks' time in the pool's workers
+    tasks: int = 0
+
+    @property
+    def wall(self) -> float:
+        return self.end - self.start
+
+    @property
+    def compute(self) -> float:
+        """In this process: theory, analysis and in-process simulation."""
+        return max(0.0, self.wall - self.waiting - self.io - self.figures - self.report)
+
+
+@dataclass
+class Shared:
+    """What every experiment of one reproduction shares: where things go and how sweeps run."""
+
     out: Path
     executor: str = "local"
     scheduler: str | None = None
     workers: int | None = None
-    progress: bool = True
-    timings: dict[str, float] = field(default_factory=dict)
-    cache: dict[str, Any] = field(default_factory=dict)
+    pool: "SharedPool | None" = None
+    on_task: Callable[[int], None] | None = None     # one finished task (progress)
+    on_tasks: Callable[[int], None] | None = None    # tasks planned (progress total)
+    results: dict[str, Future] = field(default_factory=dict)
+    timings: dict[str, Timing] = field(default_factory=lambda: defaultdict(Timing))
+    t0: float = field(default_factory=time.perf_counter)
+    #: matplotlib's pyplot is not thread-safe: one figure at a time
+    figure_lock: threading.Lock = field(default_factory=threading.Lock)
+    #: guards timings and progress counters updated from sweep threads
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
     def data(self) -> Path:
         return self.out / "data"
 
     @property
-    def figures(self) -> Path:
+    def figure_dir(self) -> Path:
         p = self.out / "figures"
         p.mkdir(parents=True, exist_ok=True)
         return p
 
-    def sweep(self, name: str, spec: dict[str, Any], *, small: bool = False) -> pd.DataFrame:
-        """Run (or resume) the sweep ``spec`` under ``data/name`` and return its tidy frame.
 
-        ``small``: a sweep of a few seconds of work, run in this process when the executor is
-        ``local`` (a process pool costs more to start than the work); results are identical
-        whatever the executor.
-        """
+class ExperimentContext:
+    """The ``ctx`` of :meth:`Experiment.run`: ``seed``, :meth:`sweep`, :meth:`needed`."""
+
+    def __init__(self, exp: "Experiment[Any, Any]", plan: "Plan", shared: Shared):
+        self.exp = exp
+        #: the whole plan (other experiments' sections are read-only inputs)
+        self.plan = plan
+        #: this experiment's first seed: the plan's root seed plus ``exp.seed_offset``
+        self.seed = plan.seed_of(exp)
+        self.shared = shared
+        self.timing = shared.timings[exp.name]
+
+    def needed(self, other: "Experiment[Any, M]") -> M:
+        """The measurements of ``other`` (one of this experiment's ``needs``), waiting for
+        them if it is still running."""
+        if other not in self.exp.needs:
+            raise RuntimeError(f"{self.exp.name} reads {other.name} but does not list it in needs")
+        t = time.perf_counter()
+        value = self.shared.results[other.name].result()
+        self.timing.waiting += time.perf_counter() - t
+        return value
+
+    def submit(self, name: str, spec: dict[str, Any]) -> "PendingSweep":
+        """Start the sweep ``spec`` (see :meth:`sweep`) and return once its tasks are queued;
+        the returned object's ``result()`` waits for it. Lets an experiment compute its theory
+        while the pool simulates."""
+        fut: Future = Future()
+        queued = threading.Event()
+
+        def work() -> None:
+            try:
+                fut.set_result(self._run_sweep(name, spec, queued))
+            except BaseException as exc:  # re-raised by result()
+                fut.set_exception(exc)
+            finally:
+                queued.set()
+
+        threading.Thread(target=work, name=f"sweep-{name}", daemon=True).start()
+        queued.wait()
+        return PendingSweep(fut, self.timing)
+
+    def sweep(self, name: str, spec: dict[str, Any]) -> SweepData:
+        """Run (or resume) the sweep ``spec`` under ``data/<name>-<hash>`` and return it.
+
+        With the ``local`` executor its tasks go to the reproduction's shared pool; results
+        are identical whatever the executor."""
+        return self.submit(name, spec).result()
+
+    def _run_sweep(self, name: str, spec: dict[str, Any], queued: threading.Event) -> SweepData:
         from ..sweep import SweepSpec, load_sweep, run_sweep
+        from ..sweep.tasks import plan_tasks
 
         sp = SweepSpec.from_dict(spec)
+        sh = self.shared
         # one store per distinct spec: a changed plan never collides with an old store, and
         # the same plan resumes where it stopped
-        store = self.data / f"{name}-{sp.identity()[:12]}"
-        executor = "serial" if small and self.executor == "local" else self.executor
-        extra = {"chunk_runs": int(spec["sweep"]["runs"])} if executor == "serial" else {}
-        # the serial executor has no workers to size
-        workers = None if executor == "serial" else self.workers
-        report = run_sweep(sp, store, executor=executor, scheduler=self.scheduler, **extra,
-                           workers=workers, progress=self.progress)
-        if getattr(report, "failed", None):
-            raise RuntimeError(f"sweep {name}: {len(report.failed)} task(s) failed: {report.failed}")
+        store = sh.data / f"{name}-{sp.identity()[:12]}"
+        if sh.on_tasks is not None:
+            sh.on_tasks(len(plan_tasks(sp, store, None)))
+
+        def on_task(task: Any, outcome: Any) -> None:
+            with sh.lock:
+                self.timing.worker_seconds += getattr(outcome, "seconds", 0.0)
+                self.timing.tasks += 1
+                if sh.on_task is not None:
+                    sh.on_task(1)
+
+        executor: Any = _Queued(sh.pool, queued) if sh.pool is not None else sh.executor
+        if sh.pool is None:
+            queued.set()
+        workers = None if sh.pool is not None or sh.executor == "serial" else sh.workers
+        report = run_sweep(sp, store, executor=executor, scheduler=sh.scheduler,
+                           workers=workers, progress=False, on_task=on_task)
+        if sh.on_task is not None and report.skipped:
+            sh.on_task(report.skipped)
+        if report.failed:
+            raise RuntimeError(f"sweep {name}: {len(report.failed)} task(s) failed: "
+                               + "; ".join(map(str, report.failed[:3])))
+        t = time.perf_counter()
         frame = load_sweep(store)
-        atomic_write(self.data / f"{name}.parquet", lambda p: frame.to_parquet(p, index=False))
-        return frame
+        atomic_write(sh.data / f"{name}.parquet", lambda p: frame.to_parquet(p, index=False))
+        with self.shared.lock:
+            self.timing.io += time.perf_counter() - t
+        return SweepData(name, sp, frame)
 
 
-def result_of(frame: pd.DataFrame, model: ModelConfig, step: StepSize, run: RunConfig) -> Result:
-    """The Result of one grid point's rows."""
-    return Result.from_frame(frame, model, step, run)
+class _Queued:
+    """The shared pool, as one sweep sees it: sets ``queued`` once the sweep's tasks are in
+    the pool's queue."""
+
+    def __init__(self, pool: "SharedPool", queued: threading.Event):
+        self.pool, self.queued = pool, queued
+        self.description = getattr(pool, "description", "a shared pool")
+
+    def run(self, tasks: list[Any]) -> Any:
+        results = self.pool.run(tasks)
+        self.queued.set()
+        return results
+
+    def close(self) -> None:
+        pass
+
+
+class PendingSweep:
+    """A sweep started by :meth:`ExperimentContext.submit`."""
+
+    def __init__(self, future: Future, timing: Timing):
+        self._future = future
+        self._timing = timing
+
+    def result(self) -> SweepData:
+        """Wait for the sweep (the wait is profiled) and return it; re-raises its error."""
+        t = time.perf_counter()
+        try:
+            return self._future.result()
+        finally:
+            self._timing.waiting += time.perf_counter() - t

@@ -6,172 +6,280 @@ for 0.9965. Figure: every run thin, the mean, a 10–90 % band and the ODE solut
 time axis. A few runs of the literal algorithm check the exact engine on the same
 configuration (their alignment after ``literal_steps`` updates against the chain's at that
 step).
+
+Claims: every run reaches |ρ| ≥ ``min_final_abs``; the mean final |ρ| is ≥ ``mean_final_abs``;
+the literal algorithm agrees with the chain (|z| ≤ ``literal_abs_z``).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
-from scipy import stats
 
-from ..config import RunConfig
+from ..claims import ClaimResult, passed
+from ..config import ModelConfig, StepSize
 from ..plots import band, save_figure, _plt
 from ..report import Section
+from ..results import Result
 from ..simulate import simulate
-from .context import Context, result_of, sweep_spec
-from .plan import Plan
+from ..validation import Integer, Real
+from .context import ExperimentContext, sweep_spec
+from .experiment import MODEL, STEP, Experiment, Measurements, PlanSection, data_field
 
-__all__ = ["run_e1"]
+__all__ = ["E1Plan", "E1Measurements", "E1Headline", "E1"]
+
+TARGET = 0.9965  # the paper's mean final alignment
 
 
-def run_e1(plan: Plan, ctx: Context) -> tuple[Section, dict[str, Any]]:
-    from ..theory import samples_to_reach, tracking
+@dataclass(frozen=True)
+class E1Plan(PlanSection):
+    """E1's budget and tolerances. Full: the paper's 30 runs of 100 000 samples.
 
-    m100 = plan.e1_model
-    every = max(1, plan.e1_steps // plan.e1_records)
-    spec = sweep_spec(m100, plan.e1_step, seed=plan.seed, runs=plan.e1_runs,
-                      steps=plan.e1_steps, record_every=every,
-                      grid={"model.d": [m100.d, plan.e1_big_d]})
-    frame = ctx.sweep("E1", spec)
-    run = RunConfig(steps=plan.e1_steps, runs=plan.e1_runs, engine="chain", seed=plan.seed,
-                    record_every=every)
-    results = {}
-    for d in (m100.d, plan.e1_big_d):
-        sub = frame[frame["model.d"] == d]
-        results[d] = result_of(sub, m100.replace(d=d), plan.e1_step, run)
+    Quick: 8 runs of 20 000 samples with a larger step; the claims' tolerances are loosened to
+    what that budget reaches (min ≥ 0.95, mean ≥ 0.98: the quick runs end at 0.988 ± 0.002,
+    so the mean claim has a margin of 4 standard deviations of the run-to-run spread)."""
 
-    ctx.cache['E1'] = results
-    r = results[m100.d]
-    fin = np.abs(r.final_alignment)
-    meas: dict[str, Any] = {
-        "e1_runs": r.alignment.shape[0],
-        "e1_mean_final_abs": float(fin.mean()),
-        "e1_sd_final_abs": float(fin.std(ddof=1)),
-        "e1_min_final_abs": float(fin.min()),
-        "e1_fraction_plus": float((r.final_alignment > 0).mean()),
+    model: ModelConfig = ModelConfig(d=100, n_informative=500, n_nuisance=10_000, theta=0.25)
+    big_d: int = 1000
+    runs: int = 30
+    steps: int = 100_000
+    step: StepSize = StepSize(eta0=0.03, k0=1000.0, power=1.0)
+    records: int = 150
+    # common draws for the finite-step coefficient κ_B in the samples-to-reach prediction
+    theory_samples: int = 4000
+    # literal spot check of the headline
+    literal_runs: int = 3
+    literal_steps: int = 300
+    # tolerances of the claims
+    min_final_abs: float = 0.99
+    mean_final_abs: float = 0.9965
+    # a two-sample z on means; |z| > 4 has probability 6e-5 under equality in law, so a FAIL
+    # means an engine is wrong, not bad luck
+    literal_abs_z: float = 4.0
+
+    _table = {
+        "model": MODEL, "big_d": Integer(ge=2), "runs": Integer(ge=2), "steps": Integer(ge=1),
+        "step": STEP, "records": Integer(ge=1), "theory_samples": Integer(ge=100),
+        "literal_runs": Integer(ge=1), "literal_steps": Integer(ge=1),
+        "min_final_abs": Real(ge=0.0, le=1.0), "mean_final_abs": Real(ge=0.0, le=1.0),
+        "literal_abs_z": Real(gt=0.0),
     }
-    # the limiting ODE from each run's own start, averaged (|ρ| when the runs split signs)
-    tracks = {d: tracking(res, res.model) for d, res in results.items()}
-    ode_abs = {d: np.abs(t.ode) if t.mode == "signed" else t.ode for d, t in tracks.items()}
-    meas["e1_ode_gap"] = float(tracks[m100.d].gap)
-    meas["e1_d1000_ode_gap"] = float(tracks[plan.e1_big_d].gap)
 
-    # the finite-step prediction for 0.9965, both dimensions
-    pred = {}
-    for d, res in results.items():
-        pred[d] = samples_to_reach(res.model, plan.e1_step, 0.9965,
-                                   n_samples=plan.theory_samples, plateau=False)
-    r1000 = results[plan.e1_big_d]
-    fin1000 = np.abs(r1000.final_alignment)
-    seen = {d: _first_reach(res, 0.9965) for d, res in results.items()}
-    meas["e1_measured_samples_d100"] = seen[m100.d]
-    meas.update({
-        "e1_d1000_mean_final_abs": float(fin1000.mean()),
-        "e1_d1000_sd_final_abs": float(fin1000.std(ddof=1)),
-        "e1_pred_samples_d100": _steps_of(pred[m100.d]),
-        "e1_pred_samples_d1000": _steps_of(pred[plan.e1_big_d]),
-    })
+    @classmethod
+    def quick(cls) -> "E1Plan":
+        return cls(runs=8, steps=20_000, step=StepSize(eta0=0.05, k0=1000.0, power=1.0),
+                   records=80, theory_samples=1000, literal_runs=2, literal_steps=100,
+                   min_final_abs=0.95, mean_final_abs=0.98)
 
-    # literal spot check: a few runs of the literal algorithm against the chain at that step
-    lit = simulate(m100, plan.e1_step, steps=plan.literal_steps, runs=plan.literal_runs,
-                   engine="literal", seed=plan.seed + 1, record_every=plan.literal_steps)
-    chk = simulate(m100, plan.e1_step, steps=plan.literal_steps, runs=max(200, 10 * plan.literal_runs),
-                   engine="chain", seed=plan.seed + 2, record_every=plan.literal_steps)
-    lit_abs = np.abs(lit.final_alignment)
-    chain_abs = np.abs(chk.final_alignment)
-    z = (lit_abs.mean() - chain_abs.mean()) / np.sqrt(
-        chain_abs.var(ddof=1) / chain_abs.size + max(chain_abs.var(ddof=1), 1e-12) / lit_abs.size)
-    meas["e1_literal_z"] = float(z)
-    meas["e1_literal_seconds_per_sample"] = lit.timings["seconds_per_sample"]
-    meas["e1_chain_seconds_per_sample"] = chk.timings["seconds_per_sample"]
-
-    # figure
-    plt = _plt()
-    fig, axes = plt.subplots(1, 3, figsize=(16, 4.6), gridspec_kw={"width_ratios": [1, 1, 0.9]})
-    for ax, d in zip(axes[:2], (m100.d, plan.e1_big_d)):
-        res = results[d]
-        a = np.abs(res.alignment)
-        for row in a:
-            ax.plot(res.ode_time, row, color="tab:blue", lw=0.4, alpha=0.3)
-        mean, lo, hi = band(a)
-        ax.fill_between(res.ode_time, lo, hi, color="tab:blue", alpha=0.2, label="10–90 % of runs")
-        ax.plot(res.ode_time, mean, color="navy", lw=2, label=f"mean of {a.shape[0]} runs")
-        ax.plot(tracks[d].t, ode_abs[d], color="tab:red", ls="--", lw=1.6,
-                label="limiting ODE (same starts)")
-        ax.axhline(0.9965, color="k", ls=":", lw=1, label="0.9965 (paper)")
-        ax.set_xlim(0, res.ode_time[-1])
-        ax.set_ylim(0, 1.01)
-        ax.set_xlabel("ODE time t = Σ η_k")
-        ax.set_ylabel("|ρ|")
-        ax.set_title(f"d = {d}: final |ρ| = {np.abs(res.final_alignment).mean():.4f} ± "
-                     f"{np.abs(res.final_alignment).std(ddof=1):.4f}", fontsize=10)
-        ax.grid(alpha=0.3)
-        ax.legend(loc="lower right", fontsize=8)
-    ax3 = axes[2]
-    for d, c in ((m100.d, "navy"), (plan.e1_big_d, "tab:purple")):
-        res = results[d]
-        gap = 1 - np.abs(res.alignment[:, 1:])
-        mean, lo, hi = band(gap)
-        ax3.fill_between(res.steps[1:], lo, hi, color=c, alpha=0.15)
-        ax3.plot(res.steps[1:], mean, color=c, lw=1.8, label=f"d = {d}")
-    ax3.axhline(1 - 0.9965, color="k", ls=":", lw=1, label="1 − 0.9965")
-    ax3.set_yscale("log")
-    ax3.set_xlabel("step k (samples per run)")
-    ax3.set_ylabel("1 − |ρ| (mean, 10–90 % band)")
-    ax3.set_title("approach to ±ξ", fontsize=10)
-    ax3.grid(alpha=0.3, which="both")
-    ax3.legend(fontsize=8)
-    fig.suptitle(f"E1 — θ = {m100.theta}, R = {m100.n_informative}, N = {m100.n_nuisance}, "
-                 f"{plan.e1_step.describe()}, {plan.e1_steps} samples per run", fontsize=10)
-    fig.tight_layout()
-    save_figure(fig, ctx.figures / "e1_headline")
-
-    sec = Section("E1 — headline: weak signal, 20× nuisance tokens")
-    sec.para(
-        f"{meas['e1_runs']} independent runs of the exact alignment chain (equal in law to the "
-        f"literal algorithm), θ = {m100.theta}, R = {m100.n_informative}, N = {m100.n_nuisance}, "
-        f"uniform random starts, schedule {plan.e1_step.describe()}, {plan.e1_steps} samples per run."
-    )
-    sec.table(
-        [[f"d = {m100.d}", f"{meas['e1_mean_final_abs']:.4f} ± {meas['e1_sd_final_abs']:.4f}",
-          f"{meas['e1_min_final_abs']:.4f}", f"{meas['e1_fraction_plus']:.0%}",
-          _fmt_steps(pred[m100.d]), _fmt_seen(seen[m100.d], plan.e1_steps)],
-         [f"d = {plan.e1_big_d}", f"{meas['e1_d1000_mean_final_abs']:.4f} ± {meas['e1_d1000_sd_final_abs']:.4f}",
-          f"{fin1000.min():.4f}", f"{(r1000.final_alignment > 0).mean():.0%}",
-          _fmt_steps(pred[plan.e1_big_d]), _fmt_seen(seen[plan.e1_big_d], plan.e1_steps)]],
-        header=["dimension", "final |ρ| (mean ± sd)", "min", "runs at +ξ",
-                "samples the finite-step theory predicts for 0.9965",
-                "samples at which the mean |ρ| reached 0.9965"],
-    )
-    ratio = seen[m100.d] / _steps_of(pred[m100.d])
-    sec.para(
-        "The prediction is the later of the ODE's hitting step and the step where the "
-        "constant-step plateau passes 0.9965 — a quasi-static figure that assumes |ρ| "
-        "settles on its plateau at once, so it is a lower bound"
-        + (f": at d = {m100.d} the runs took {ratio:.2f}× the predicted samples."
-           if np.isfinite(ratio) else ".")
-    )
-    sec.figure(ctx.figures / "e1_headline.png",
-               "Every run (thin), the mean, the 10–90 % band and the limiting ODE from the same starts.")
-    sec.para(
-        f"Largest gap between the mean |ρ| and the limiting ODE over the run: "
-        f"{meas['e1_ode_gap']:.3f} (d = {m100.d}), {meas['e1_d1000_ode_gap']:.3f} "
-        f"(d = {plan.e1_big_d}); the simulation trails the ODE early on, where the step is "
-        f"largest (the O(η²) finite-step correction, E5)."
-    )
-    sec.para(
-        f"Literal spot check: {plan.literal_runs} runs of the literal O(L·d) algorithm, "
-        f"{plan.literal_steps} steps: mean |ρ| {lit_abs.mean():.4f} against the chain's "
-        f"{chain_abs.mean():.4f} over {chain_abs.size} runs (z = {z:+.2f}). Cost per sample: literal "
-        f"{meas['e1_literal_seconds_per_sample'] * 1e3:.2f} ms, chain "
-        f"{meas['e1_chain_seconds_per_sample'] * 1e6:.1f} µs."
-    )
-    return sec, meas
+    @property
+    def record_every(self) -> int:
+        return max(1, self.steps // self.records)
 
 
-def _first_reach(res: Any, target: float) -> float:
+@dataclass(frozen=True)
+class E1Measurements(Measurements):
+    seed: int
+    runs: int
+    mean_final_abs: float
+    sd_final_abs: float
+    min_final_abs: float
+    fraction_plus: float
+    ode_gap: float
+    d1000_ode_gap: float
+    measured_samples_d100: float
+    measured_samples_d1000: float
+    d1000_mean_final_abs: float
+    d1000_sd_final_abs: float
+    d1000_min_final_abs: float
+    d1000_fraction_plus: float
+    pred_samples_d100: float
+    pred_samples_d1000: float
+    literal_seed: int
+    literal_mean_abs: float
+    chain_check_seed: int
+    chain_check_runs: int
+    chain_check_mean_abs: float
+    literal_z: float
+    literal_seconds_per_sample: float
+    chain_seconds_per_sample: float
+    #: the runs at d = ``model.d`` and at ``big_d`` (E3 reads the first)
+    headline: Result = data_field()
+    big: Result = data_field()
+    #: limiting-ODE tracking of each (theory.Tracking)
+    track: Any = data_field()
+    big_track: Any = data_field()
+
+
+class E1Headline(Experiment[E1Plan, E1Measurements]):
+    name = "E1"
+    title = "E1 — headline: weak signal, 20× nuisance tokens"
+    Plan = E1Plan
+    seed_offset = 0
+
+    def run(self, p: E1Plan, ctx: ExperimentContext) -> E1Measurements:
+        from ..theory import samples_to_reach, tracking
+
+        m100 = p.model
+        spec = sweep_spec(m100, p.step, seed=ctx.seed, runs=p.runs, steps=p.steps,
+                          record_every=p.record_every, grid={"model.d": [m100.d, p.big_d]})
+        pending = ctx.submit("E1", spec)
+        # theory and the in-process checks while the pool runs the sweep
+        pred = {d: samples_to_reach(m100.replace(d=d), p.step, TARGET,
+                                    n_samples=p.theory_samples, plateau=False)
+                for d in (m100.d, p.big_d)}
+        lit = simulate(m100, p.step, steps=p.literal_steps, runs=p.literal_runs,
+                       engine="literal", seed=ctx.seed + 1, record_every=p.literal_steps)
+        chk = simulate(m100, p.step, steps=p.literal_steps, runs=max(200, 10 * p.literal_runs),
+                       engine="chain", seed=ctx.seed + 2, record_every=p.literal_steps)
+        lit_abs = np.abs(lit.final_alignment)
+        chain_abs = np.abs(chk.final_alignment)
+        z = (lit_abs.mean() - chain_abs.mean()) / np.sqrt(
+            chain_abs.var(ddof=1) / chain_abs.size + max(chain_abs.var(ddof=1), 1e-12) / lit_abs.size)
+
+        data = pending.result()
+        r = data.result_at(model__d=m100.d)
+        rb = data.result_at(model__d=p.big_d)
+        # the limiting ODE from each run's own start, averaged (|ρ| when the runs split signs)
+        tr, trb = tracking(r, r.model), tracking(rb, rb.model)
+        fin, finb = np.abs(r.final_alignment), np.abs(rb.final_alignment)
+        return E1Measurements(
+            seed=r.run.seed, runs=r.alignment.shape[0],
+            mean_final_abs=float(fin.mean()), sd_final_abs=float(fin.std(ddof=1)),
+            min_final_abs=float(fin.min()), fraction_plus=float((r.final_alignment > 0).mean()),
+            ode_gap=float(tr.gap), d1000_ode_gap=float(trb.gap),
+            measured_samples_d100=first_reach(r, TARGET),
+            measured_samples_d1000=first_reach(rb, TARGET),
+            d1000_mean_final_abs=float(finb.mean()), d1000_sd_final_abs=float(finb.std(ddof=1)),
+            d1000_min_final_abs=float(finb.min()),
+            d1000_fraction_plus=float((rb.final_alignment > 0).mean()),
+            pred_samples_d100=_steps_of(pred[m100.d]), pred_samples_d1000=_steps_of(pred[p.big_d]),
+            literal_seed=lit.run.seed, literal_mean_abs=float(lit_abs.mean()),
+            chain_check_seed=chk.run.seed, chain_check_runs=int(chain_abs.size),
+            chain_check_mean_abs=float(chain_abs.mean()), literal_z=float(z),
+            literal_seconds_per_sample=lit.timings["seconds_per_sample"],
+            chain_seconds_per_sample=chk.timings["seconds_per_sample"],
+            headline=r, big=rb, track=tr, big_track=trb,
+        )
+
+    def figures(self, p: E1Plan, m: E1Measurements, fig_dir: Path) -> list[Path]:
+        plt = _plt()
+        fig, axes = plt.subplots(1, 3, figsize=(16, 4.6), gridspec_kw={"width_ratios": [1, 1, 0.9]})
+        for ax, res, tr in zip(axes[:2], (m.headline, m.big), (m.track, m.big_track)):
+            a = np.abs(res.alignment)
+            for row in a:
+                ax.plot(res.ode_time, row, color="tab:blue", lw=0.4, alpha=0.3)
+            mean, lo, hi = band(a)
+            ax.fill_between(res.ode_time, lo, hi, color="tab:blue", alpha=0.2, label="10–90 % of runs")
+            ax.plot(res.ode_time, mean, color="navy", lw=2, label=f"mean of {a.shape[0]} runs")
+            ode = np.abs(tr.ode) if tr.mode == "signed" else tr.ode
+            ax.plot(tr.t, ode, color="tab:red", ls="--", lw=1.6, label="limiting ODE (same starts)")
+            ax.axhline(TARGET, color="k", ls=":", lw=1, label="0.9965 (paper)")
+            ax.set_xlim(0, res.ode_time[-1])
+            ax.set_ylim(0, 1.01)
+            ax.set_xlabel("ODE time t = Σ η_k")
+            ax.set_ylabel("|ρ|")
+            ax.set_title(f"d = {res.model.d}: final |ρ| = {np.abs(res.final_alignment).mean():.4f} ± "
+                         f"{np.abs(res.final_alignment).std(ddof=1):.4f}", fontsize=10)
+            ax.grid(alpha=0.3)
+            ax.legend(loc="lower right", fontsize=8)
+        ax3 = axes[2]
+        for res, c in ((m.headline, "navy"), (m.big, "tab:purple")):
+            gap = 1 - np.abs(res.alignment[:, 1:])
+            mean, lo, hi = band(gap)
+            ax3.fill_between(res.steps[1:], lo, hi, color=c, alpha=0.15)
+            ax3.plot(res.steps[1:], mean, color=c, lw=1.8, label=f"d = {res.model.d}")
+        ax3.axhline(1 - TARGET, color="k", ls=":", lw=1, label="1 − 0.9965")
+        ax3.set_yscale("log")
+        ax3.set_xlabel("step k (samples per run)")
+        ax3.set_ylabel("1 − |ρ| (mean, 10–90 % band)")
+        ax3.set_title("approach to ±ξ", fontsize=10)
+        ax3.grid(alpha=0.3, which="both")
+        ax3.legend(fontsize=8)
+        m100 = p.model
+        fig.suptitle(f"E1 — θ = {m100.theta}, R = {m100.n_informative}, N = {m100.n_nuisance}, "
+                     f"{p.step.describe()}, {p.steps} samples per run", fontsize=10)
+        fig.tight_layout()
+        return save_figure(fig, fig_dir / "e1_headline")[:1]
+
+    def report_section(self, p: E1Plan, m: E1Measurements, fig_dir: Path) -> Section:
+        m100 = p.model
+        sec = Section(self.title)
+        sec.para(
+            f"{m.runs} independent runs of the exact alignment chain (equal in law to the "
+            f"literal algorithm), θ = {m100.theta}, R = {m100.n_informative}, N = {m100.n_nuisance}, "
+            f"uniform random starts, schedule {p.step.describe()}, {p.steps} samples per run "
+            f"(seed {m.seed})."
+        )
+        sec.table(
+            [[f"d = {m100.d}", f"{m.mean_final_abs:.4f} ± {m.sd_final_abs:.4f}",
+              f"{m.min_final_abs:.4f}", f"{m.fraction_plus:.0%}",
+              _fmt_steps(m.pred_samples_d100), _fmt_seen(m.measured_samples_d100, p.steps)],
+             [f"d = {p.big_d}", f"{m.d1000_mean_final_abs:.4f} ± {m.d1000_sd_final_abs:.4f}",
+              f"{m.d1000_min_final_abs:.4f}", f"{m.d1000_fraction_plus:.0%}",
+              _fmt_steps(m.pred_samples_d1000), _fmt_seen(m.measured_samples_d1000, p.steps)]],
+            header=["dimension", "final |ρ| (mean ± sd)", "min", "runs at +ξ",
+                    "samples the finite-step theory predicts for 0.9965",
+                    "samples at which the mean |ρ| reached 0.9965"],
+        )
+        ratio = m.measured_samples_d100 / m.pred_samples_d100
+        sec.para(
+            "The prediction is the later of the ODE's hitting step and the step where the "
+            "constant-step plateau passes 0.9965 — a quasi-static figure that assumes |ρ| "
+            "settles on its plateau at once, so it is a lower bound"
+            + (f": at d = {m100.d} the runs took {ratio:.2f}× the predicted samples."
+               if np.isfinite(ratio) else ".")
+        )
+        sec.figure(fig_dir / "e1_headline.png",
+                   "Every run (thin), the mean, the 10–90 % band and the limiting ODE from the same starts.")
+        sec.para(
+            f"Largest gap between the mean |ρ| and the limiting ODE over the run: "
+            f"{m.ode_gap:.3f} (d = {m100.d}), {m.d1000_ode_gap:.3f} "
+            f"(d = {p.big_d}); the simulation trails the ODE early on, where the step is "
+            f"largest (the O(η²) finite-step correction, E5)."
+        )
+        sec.para(
+            f"Literal spot check: {p.literal_runs} runs of the literal O(L·d) algorithm, "
+            f"{p.literal_steps} steps: mean |ρ| {m.literal_mean_abs:.4f} against the chain's "
+            f"{m.chain_check_mean_abs:.4f} over {m.chain_check_runs} runs (z = {m.literal_z:+.2f}). "
+            f"Cost per sample: literal {m.literal_seconds_per_sample * 1e3:.2f} ms, chain "
+            f"{m.chain_seconds_per_sample * 1e6:.1f} µs."
+        )
+        return sec
+
+    def claims(self, p: E1Plan, m: E1Measurements) -> list[ClaimResult]:
+        return [
+            ClaimResult(
+                f"Alignment |⟨q, ξ⟩| reaches 1 in every one of {m.runs} independent runs "
+                f"(θ = {p.model.theta:g}, N = {p.model.n_nuisance // p.model.n_informative}R, "
+                f"d = {p.model.d})",
+                f"min final |ρ| = {m.min_final_abs:.4f}",
+                f"min ≥ {p.min_final_abs:g}",
+                passed(m.min_final_abs >= p.min_final_abs),
+            ),
+            ClaimResult(
+                "Mean final alignment 0.9965 (headline)",
+                f"mean final |ρ| = {m.mean_final_abs:.4f}",
+                f"mean ≥ {p.mean_final_abs:g}",
+                passed(m.mean_final_abs >= p.mean_final_abs),
+            ),
+            ClaimResult(
+                "Check of this implementation (not a claim of the paper): the exact chain "
+                "engine agrees with the literal O(L·d) algorithm on the headline configuration",
+                f"literal vs chain mean |ρ| after the same updates: z = {m.literal_z:+.2f}",
+                f"|z| ≤ {p.literal_abs_z:g}",
+                passed(abs(m.literal_z) <= p.literal_abs_z),
+                implementation_check=True,
+            ),
+        ]
+
+
+E1 = E1Headline()
+
+
+def first_reach(res: Result, target: float) -> float:
     """First recorded step at which the mean |ρ| over runs is ``>= target`` (NaN if never)."""
     mean = np.abs(res.alignment).mean(axis=0)
     hit = np.flatnonzero(mean >= target)
@@ -187,6 +295,5 @@ def _steps_of(pred: Any) -> float:
     return float(v) if v is not None else float("nan")
 
 
-def _fmt_steps(pred: Any) -> str:
-    v = _steps_of(pred)
+def _fmt_steps(v: float) -> str:
     return "not reached" if not np.isfinite(v) else f"{v:,.0f}"

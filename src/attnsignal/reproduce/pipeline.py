@@ -1,4 +1,4 @@
-"""``reproduce``: every experiment of the paper, the theory beside it, and the claims check.
+"""``reproduce``: every registered experiment, the theory beside it, and the claims check.
 
 Writes, under ``out``::
 
@@ -6,7 +6,15 @@ Writes, under ``out``::
     figures/*.png, *.pdf        every figure
     data/<E>/                   the sweep stores (resumable), data/<E>.parquet their frames
     claims.json                 the claims table, machine-readable
-    measurements.json           every figure quoted in the report
+    measurements.json           every experiment's typed measurements (numbers only)
+    profile.json                where the wall time went (``attnsignal reproduce --profile``)
+
+The experiments (:data:`~attnsignal.reproduce.registry.EXPERIMENTS`) run side by side, one
+thread each, as one task graph: their sweeps' tasks share one process pool
+(:class:`~attnsignal.reproduce.scheduler.SharedPool`, costliest task first), an experiment
+that ``needs`` another waits for that one's typed measurements, and theory, analysis and
+figures run in this process while the pool simulates. The numbers do not depend on the
+schedule: every random stream is fixed by the plan's seed.
 
 Returns the claims; the command exits non-zero when a claim that should hold fails.
 """
@@ -14,42 +22,55 @@ Returns the claims; the command exits non-zero when a claim that should hold fai
 from __future__ import annotations
 
 import json
+import os
 import platform
+import tempfile
+import threading
 import time
+from concurrent.futures import Future
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import Any, Callable
 
 from .._version import __version__
-from ..claims import (
-    CLAIMS_HEADER, ClaimResult, Tolerances, check_claims, claims_failed, claims_table_rows,
-)
-from ..report import Report
+from ..claims import CLAIMS_HEADER, ClaimResult, check_claims, claims_failed, claims_table_rows
+from ..report import Report, Section
 from ..results import atomic_write
-from .context import Context
-from .e1_headline import run_e1
-from .e2_robustness import run_e2
-from .e3_filtering import run_e3
-from .e4_landscape import run_e4
-from .e5_tracking import run_e5
+from .context import ExperimentContext, Shared, Timing
+from .experiment import Experiment, Measurements
 from .plan import Plan
+from .registry import EXPERIMENTS
 
 __all__ = ["reproduce", "ReproductionResult"]
 
 
 class ReproductionResult:
-    def __init__(self, claims: list[ClaimResult], measurements: dict[str, Any], out: Path,
-                 timings: dict[str, float]):
+    """What :func:`reproduce` returns: the claims, each experiment's typed measurements
+    (``measurements["E1"]``), the output directory, wall times and the profile."""
+
+    def __init__(self, claims: list[ClaimResult], measurements: dict[str, Measurements],
+                 out: Path, timings: dict[str, float], profile: dict[str, Any]):
         self.claims = claims
         self.measurements = measurements
         self.out = out
         self.timings = timings
+        self.profile = profile
 
     @property
     def failed(self) -> list[ClaimResult]:
         return claims_failed(self.claims)
+
+
+def _check_registry() -> None:
+    seen: set[str] = set()
+    for exp in EXPERIMENTS:
+        for dep in exp.needs:
+            if dep.name not in seen:
+                raise RuntimeError(f"{exp.name} needs {dep.name}, which must come earlier in "
+                                   "the registry")
+        if exp.name in seen:
+            raise RuntimeError(f"two experiments are called {exp.name}")
+        seen.add(exp.name)
 
 
 def reproduce(
@@ -61,76 +82,194 @@ def reproduce(
     scheduler: str | None = None,
     workers: int | None = None,
     progress: bool = True,
-    log=print,
+    log: Callable[[str], None] = print,
 ) -> ReproductionResult:
-    """Run E1–E5, check the claims and write the report. See the module docstring."""
+    """Run every experiment, check the claims and write the report. See the module
+    docstring. ``plan`` defaults to ``Plan.quick()`` with ``quick``, else ``Plan.full()``."""
     from ..sweep.runner import check_executor_options
+    from .scheduler import SharedPool
 
     # the sweep layer's own validator, before anything is written
     check_executor_options(executor, scheduler, workers)
-    plan = plan or (Plan.quick_plan() if quick else Plan.full())
+    _check_registry()
+    t_start, cpu_start = time.perf_counter(), time.process_time()
+    plan = plan or (Plan.quick() if quick else Plan.full())
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    ctx = Context(out=out, executor=executor, scheduler=scheduler, workers=workers,
-                  progress=progress)
-    t_all = time.perf_counter()
-    meas: dict[str, Any] = {}
-    sections = []
-
-    def stage(name: str, fn, *args):
-        log(f"[{name}] running")
-        t0 = time.perf_counter()
-        value = fn(plan, ctx, *args)
-        ctx.timings[name] = time.perf_counter() - t0
-        log(f"[{name}] done in {ctx.timings[name]:.1f} s")
-        return value
-
-    sec1, m1 = stage("E1", run_e1)
-    sec2, m2, e2_models = stage("E2", run_e2)
-    sec3, m3 = stage("E3", run_e3)
-    # E1's configuration is also a cell of the E2 grid: examine each configuration once
-    configs = list(dict.fromkeys([plan.e1_model, *e2_models]))
-    sec4, m4 = stage("E4", run_e4, configs)
-    sec5, m5 = stage("E5", run_e5)
-    for s, m in ((sec1, m1), (sec2, m2), (sec3, m3), (sec4, m4), (sec5, m5)):
-        sections.append(s)
-        meas.update(m)
-
-    tol = Tolerances.quick() if plan.quick else Tolerances()
-    claims = check_claims(meas, tol)
-    total = time.perf_counter() - t_all
-    ctx.timings["total"] = total
+    profile_dir = tempfile.mkdtemp(prefix="attnsignal-profile-")
+    pool = SharedPool(workers, profile_dir=profile_dir) if executor == "local" else None
+    shared = Shared(out=out, executor=executor, scheduler=scheduler, workers=workers, pool=pool,
+                    t0=t_start)
+    bar = _Progress(progress)
+    shared.on_tasks, shared.on_task = bar.add_total, bar.advance
+    sections: dict[str, Section] = {}
+    threads = []
+    try:
+        for exp in EXPERIMENTS:
+            shared.results[exp.name] = Future()
+        for exp in EXPERIMENTS:
+            th = threading.Thread(target=_run_one, name=f"experiment-{exp.name}",
+                                  args=(exp, plan, shared, sections, log), daemon=True)
+            th.start()
+            threads.append(th)
+        for th in threads:
+            th.join()
+        measurements = {e.name: shared.results[e.name].result() for e in EXPERIMENTS}
+        worker_cpu = pool.worker_cpu_seconds() if pool is not None else None
+    finally:
+        bar.close()
+        if pool is not None:
+            pool.shutdown()
+    t_io = time.perf_counter()
+    claims = check_claims(plan, measurements)
+    total = time.perf_counter() - t_start
 
     rep = Report(
         title="attnsignal — reproduction of “Asymptotic Signal Subspace Recovery in Softmax "
               "Attention Models” (arXiv 2606.22406)",
-        intro=(f"Mode: **{'quick' if plan.quick else 'full'}** · attnsignal {__version__} · "
+        intro=(f"Mode: **{plan.mode}** · attnsignal {__version__} · "
                f"seed {plan.seed} · Python {platform.python_version()} · wall time {total:.0f} s. "
                + ("Quick mode uses fewer runs and steps and the looser tolerances shown in the "
-                  "claims table; run without --quick for the paper's figures." if plan.quick else "")),
+                  "claims table; run without --quick for the paper's figures." if plan.is_quick
+                  else "")),
     )
     cs = rep.section("Claims of the paper, checked")
     cs.table(claims_table_rows(claims), header=CLAIMS_HEADER)
-    for s in sections:
-        rep.sections.append(s)
+    for exp in EXPERIMENTS:
+        rep.sections.append(sections[exp.name])
+    timings = {e.name: shared.timings[e.name].wall for e in EXPERIMENTS} | {"total": total}
     tm = rep.section("Timings")
-    tm.table([[k, f"{v:.1f} s"] for k, v in ctx.timings.items()], header=["stage", "wall time"])
+    tm.table([[k, f"{v:.1f} s"] for k, v in timings.items()], header=["stage", "wall time"])
+    tm.para("The experiments run side by side on one process pool, so their wall times overlap; "
+            "`attnsignal reproduce --profile` breaks them down.")
     rep.write(out)
     atomic_write(out / "claims.json", lambda p: Path(p).write_text(
         json.dumps([asdict(c) | {"failed": c.failed} for c in claims], indent=2, ensure_ascii=False)))
+    meas_json = {"mode": plan.mode, "quick": plan.is_quick, "seed": plan.seed,
+                 **{name: m.to_json() for name, m in measurements.items()}, "timings": timings}
     atomic_write(out / "measurements.json", lambda p: Path(p).write_text(
-        json.dumps(_jsonable(meas | {"timings": ctx.timings, "quick": plan.quick}), indent=2)))
-    return ReproductionResult(claims, meas, out, dict(ctx.timings))
+        json.dumps(meas_json, indent=2)))
+    prof = _profile(shared, profile_dir, t_start, cpu_start, worker_cpu,
+                    io=time.perf_counter() - t_io, total=time.perf_counter() - t_start)
+    atomic_write(out / "profile.json", lambda p: Path(p).write_text(json.dumps(prof, indent=2)))
+    return ReproductionResult(claims, measurements, out, timings, prof)
 
 
-def _jsonable(x: Any) -> Any:
-    if isinstance(x, dict):
-        return {str(k): _jsonable(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_jsonable(v) for v in x]
-    if isinstance(x, (np.floating, float)):
-        v = float(x)
-        return v if np.isfinite(v) else None
-    if isinstance(x, (np.integer,)):
-        return int(x)
-    return x
+def _run_one(exp: Experiment[Any, Any], plan: Plan, shared: Shared,
+             sections: dict[str, Section], log: Callable[[str], None]) -> None:
+    """One experiment: run, figures (one at a time), report section."""
+    fut = shared.results[exp.name]
+    timing = shared.timings[exp.name]
+    timing.start = time.perf_counter() - shared.t0
+    try:
+        log(f"[{exp.name}] running")
+        p = plan.section(exp)
+        m = exp.run(p, ExperimentContext(exp, plan, shared))
+        fut.set_result(m)  # experiments that need this one go on
+        with shared.figure_lock:
+            t = time.perf_counter()
+            exp.figures(p, m, shared.figure_dir)
+            timing.figures = time.perf_counter() - t
+        t = time.perf_counter()
+        sections[exp.name] = exp.report_section(p, m, shared.figure_dir)
+        timing.report = time.perf_counter() - t
+        timing.end = time.perf_counter() - shared.t0
+        log(f"[{exp.name}] done in {timing.wall:.1f} s")
+    except BaseException as exc:
+        timing.end = time.perf_counter() - shared.t0
+        if not fut.done():
+            fut.set_exception(exc)
+        else:  # figures or prose failed after the measurements were published
+            shared.results[exp.name] = _failed(exc)
+        if shared.pool is not None:
+            shared.pool.shutdown()  # the others fail fast instead of finishing for nothing
+
+
+def _failed(exc: BaseException) -> Future:
+    f: Future = Future()
+    f.set_exception(exc)
+    return f
+
+
+def _profile(shared: Shared, profile_dir: str, t_start: float, cpu_start: float,
+             worker_cpu: float | None, *, io: float, total: float) -> dict[str, Any]:
+    """Where the wall time went (seconds): see :func:`profile_table`."""
+    warm = []
+    for f in sorted(Path(profile_dir).glob("worker-*.json")):
+        try:
+            warm.append(json.loads(f.read_text()))
+        except (OSError, ValueError):
+            pass
+        f.unlink(missing_ok=True)
+    try:
+        os.rmdir(profile_dir)
+    except OSError:
+        pass
+    exps = {}
+    for name, t in shared.timings.items():
+        exps[name] = {"start": t.start, "end": t.end, "wall": t.wall, "waiting": t.waiting,
+                      "compute": t.compute, "io": t.io, "figures": t.figures,
+                      "report": t.report, "worker_seconds": t.worker_seconds, "tasks": t.tasks}
+    return {
+        "total_wall": total,
+        "coordinator_cpu": time.process_time() - cpu_start,
+        "worker_cpu": worker_cpu,
+        "workers": shared.pool.workers if shared.pool is not None else None,
+        "kernel_warmup": [w["warm_seconds"] for w in warm],
+        "report_io": io,
+        "experiments": exps,
+    }
+
+
+def profile_table(prof: dict[str, Any]) -> list[list[str]]:
+    """Rows (phase, wall s, CPU s, note) of a profile written by :func:`reproduce`."""
+    rows = []
+    warm = prof.get("kernel_warmup") or []
+    if warm:
+        rows.append(["kernel load / compile (each pool worker, in parallel)",
+                     f"{max(warm):.1f}", f"{sum(warm):.1f}", f"{len(warm)} worker(s)"])
+    for name, e in prof["experiments"].items():
+        rows.append([f"{name} simulation (pool tasks)", f"{e['waiting']:.1f} waited",
+                     f"{e['worker_seconds']:.1f}", f"{e['tasks']} task(s)"])
+        rows.append([f"{name} theory + analysis (this process)", f"{e['compute']:.1f}", "", ""])
+        rows.append([f"{name} figures", f"{e['figures']:.1f}", "", ""])
+        rows.append([f"{name} I/O (load sweeps, write frames) + prose",
+                     f"{e['io'] + e['report']:.1f}", "", f"{e['start']:.0f}–{e['end']:.0f} s"])
+    rows.append(["report, claims, JSON (I/O)", f"{prof['report_io']:.1f}", "", ""])
+    cpu = prof["coordinator_cpu"] + (prof["worker_cpu"] or 0.0)
+    rows.append(["total", f"{prof['total_wall']:.1f}", f"{cpu:.1f}",
+                 f"coordinator {prof['coordinator_cpu']:.1f} s CPU, workers "
+                 + (f"{prof['worker_cpu']:.1f} s CPU" if prof["worker_cpu"] is not None
+                    else "not measured")])
+    return rows
+
+
+class _Progress:
+    """One progress bar over every sweep task of the reproduction (stderr), or nothing."""
+
+    def __init__(self, enabled: bool):
+        self.prog = None
+        if not enabled:
+            return
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.prog = Progress(TextColumn("[bold]simulation tasks"), BarColumn(),
+                             MofNCompleteColumn(), TimeElapsedColumn(),
+                             console=Console(stderr=True))
+        self.prog.start()
+        self.task = self.prog.add_task("tasks", total=0)
+        self.total = 0
+
+    def add_total(self, n: int) -> None:
+        if self.prog is not None:
+            self.total += n
+            self.prog.update(self.task, total=self.total)
+
+    def advance(self, n: int) -> None:
+        if self.prog is not None:
+            self.prog.advance(self.task, n)
+
+    def close(self) -> None:
+        if self.prog is not None:
+            self.prog.stop()

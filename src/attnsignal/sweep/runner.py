@@ -9,7 +9,6 @@ of its content's determinants, and :func:`load_sweep` reads exactly the planned 
 
 from __future__ import annotations
 
-import numbers
 import os
 import time
 import warnings
@@ -21,6 +20,7 @@ from ..config import ConfigError, NotRobbinsMonroWarning
 from ..engines import get_engine
 from ..limits import check_memory, format_bytes
 from ..paths import check_output_dir
+from ..validation import Integer, OneOf, Optional
 from .executors import EXECUTORS, Executor, make_executor
 from .slurm import SlurmOptions
 from .spec import SweepSpec
@@ -33,8 +33,9 @@ from .tasks import Task, TaskOutcome, plan_tasks
 __all__ = ["run_sweep", "SweepReport", "TaskFailure"]
 
 
-def _is_int(v: Any) -> bool:
-    return isinstance(v, numbers.Integral) and not isinstance(v, bool)
+_WORKERS = Optional(Integer(ge=1))
+_CHUNK_RUNS = Optional(Integer(ge=1))
+_RETRIES = Integer(ge=0)
 
 
 @dataclass(frozen=True)
@@ -110,18 +111,14 @@ def check_executor_options(executor: str, scheduler: str | None = None,
     """Validate how a sweep is to be run; :class:`~attnsignal.config.ConfigError` (one line
     naming the option) on a bad combination. Used by :func:`run_sweep` and by callers that
     must fail before writing anything (``attnsignal reproduce``)."""
-    if executor not in EXECUTORS:
-        raise ConfigError("executor", "must be one of " + ", ".join(map(repr, EXECUTORS)),
-                          executor)
+    OneOf(*EXECUTORS).check("executor", executor)
     if scheduler is not None:
         if executor != "dask":
             raise ConfigError("scheduler", "only with executor 'dask'", scheduler)
         if not isinstance(scheduler, str) or not scheduler:
             raise ConfigError("scheduler", "must be an address such as 'tcp://host:8786'",
                               scheduler)
-    if workers is not None:
-        if not _is_int(workers) or workers < 1:
-            raise ConfigError("workers", "must be an integer >= 1 (or None)", workers)
+    if _WORKERS.check("workers", workers) is not None:
         # each worker is a process with numpy, pandas and numba loaded
         check_memory("workers", float(workers) * WORKER_BYTES,
                      f"{workers} worker processes (≈ {format_bytes(WORKER_BYTES)} each)", workers)
@@ -129,10 +126,8 @@ def check_executor_options(executor: str, scheduler: str | None = None,
             raise ConfigError("workers", "only for executor 'local', or 'dask' without a "
                               "scheduler address (a running cluster has its own workers; "
                               "on Slurm use slurm.jobs and slurm.cores)", workers)
-    if chunk_runs is not None and (not _is_int(chunk_runs) or chunk_runs < 1):
-        raise ConfigError("chunk_runs", "must be an integer >= 1 (or None)", chunk_runs)
-    if not _is_int(retries) or retries < 0:
-        raise ConfigError("retries", "must be an integer >= 0", retries)
+    _CHUNK_RUNS.check("chunk_runs", chunk_runs)
+    _RETRIES.check("retries", retries)
 
 
 def _as_spec(spec: Any) -> SweepSpec:
@@ -150,10 +145,9 @@ def _warn_schedules(spec: SweepSpec) -> None:
     for p in spec.points():
         if p.step not in seen and not p.step.robbins_monro:
             seen.add(p.step)
-            warnings.warn(
-                f"{p.label()}: step.power = {p.step.power:g} is outside (1/2, 1]; the schedule "
-                "is not Robbins–Monro", NotRobbinsMonroWarning, stacklevel=3,
-            )
+            warnings.warn(f"{p.label()}: the schedule is not Robbins–Monro "
+                          f"({p.step.not_robbins_monro_reason()})", NotRobbinsMonroWarning,
+                          stacklevel=3)
 
 
 class _Bar:
@@ -193,7 +187,7 @@ class _Bar:
 def run_sweep(
     spec: SweepSpec | str | os.PathLike[str] | Mapping[str, Any],
     out: str | os.PathLike[str],
-    executor: str = "local",
+    executor: str | Executor = "local",
     scheduler: str | None = None,
     workers: int | None = None,
     chunk_runs: int | None = None,
@@ -209,7 +203,9 @@ def run_sweep(
     spec : a :class:`SweepSpec`, the path of a TOML spec, or the spec as a dict.
     out : the sweep directory (created; must be visible at the same path to every worker).
     executor : ``"local"`` (process pool here, default), ``"dask"``, ``"slurm"`` (Slurm jobs
-        through dask-jobqueue) or ``"serial"`` (this process).
+        through dask-jobqueue) or ``"serial"`` (this process), or a running
+        :class:`~attnsignal.sweep.executors.Executor` that several sweeps share (its ``close``
+        is called after the sweep; a shared one keeps it open).
     scheduler : with ``"dask"``, the address of a running scheduler; None starts a
         ``LocalCluster`` of ``workers`` processes with one thread each.
     workers : worker processes for ``"local"`` and the ``LocalCluster`` (default
@@ -236,7 +232,9 @@ def run_sweep(
     """
     t0 = time.perf_counter()
     spec = _as_spec(spec)
-    check_executor_options(executor, scheduler, workers, chunk_runs, retries)
+    given = None if isinstance(executor, str) else executor
+    check_executor_options("local" if given is not None else executor, scheduler, workers,
+                           chunk_runs, retries)
     if slurm is not None and executor != "slurm":
         raise ConfigError("slurm", "only with executor 'slurm'", executor)
     if executor == "slurm" and not isinstance(slurm, SlurmOptions):
@@ -265,6 +263,8 @@ def run_sweep(
         known = {s["file"]: s["sha256"] for s in old.get("shards", []) if s.get("sha256")}
 
     def start() -> Executor:
+        if given is not None:
+            return given
         return make_executor(executor, scheduler=scheduler, workers=workers, retries=retries,
                              slurm=slurm if isinstance(slurm, SlurmOptions) else None)
 

@@ -29,7 +29,8 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Callable, Iterator, Mapping
 
-from ..config import ConfigError, _validate, optional
+from ..config import ConfigError
+from ..validation import Integer, Optional, Predicate, Real, check_keys, validate_fields
 
 __all__ = ["SlurmOptions", "slurm_cluster", "slurm_job_script", "walltime_seconds",
            "memory_bytes"]
@@ -74,11 +75,6 @@ def memory_bytes(text: str) -> int:
     return int(float(m.group(1)) * _UNITS[m.group(2)])
 
 
-def _int_in(lo: int, hi: int) -> tuple:
-    return (lambda v: isinstance(v, int) and not isinstance(v, bool) and lo <= v <= hi,
-            f"must be an integer in [{lo}, {hi}]", int)
-
-
 def _is_time(v: Any) -> bool:
     try:
         walltime_seconds(v)
@@ -118,25 +114,25 @@ def _lines(coerce: Callable[[str], str] = str.strip) -> Callable[[Any], tuple[st
     return lambda v: tuple(coerce(x) for x in v)
 
 
-#: One row per field, in the shape of :mod:`attnsignal.config`'s constraint tables.
-_TABLE: dict[str, tuple] = {
-    "partition": optional((_is_name, "must be a partition name without spaces", str)),
-    "account": optional((_is_name, "must be an account name without spaces", str)),
-    "walltime": (_is_time, "must be a Slurm time such as '01:30:00', '90' (minutes) or "
-                 "'2-00:00:00'", str),
-    "memory": (_is_size, "must be a positive size such as '4GB', '500MB' or '2GiB'", str),
-    "cores": _int_in(1, 4096),
-    "jobs": _int_in(1, 100_000),
-    "sbatch": (lambda v: _is_lines(v, lambda s: _directive(s).startswith("-")),
-               "must be a list of sbatch options such as '--qos=short' (the '#SBATCH ' "
-               "prefix is added)", _lines(_directive)),
-    "prologue": (_is_lines, "must be a list of one-line shell commands", _lines()),
-    "interface": optional((_is_name, "must be a network interface name such as 'ib0'", str)),
-    "log_directory": optional((_is_path, "must be a directory path", str)),
-    "python": optional((_is_path, "must be the path of a Python executable", str)),
-    "poll_seconds": (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)
-                     and 0.1 <= v <= 3600, "must be a number of seconds in [0.1, 3600]",
-                     float),
+#: One constraint per field (:mod:`attnsignal.validation`).
+_TABLE = {
+    "partition": Optional(Predicate(_is_name, "must be a partition name without spaces", str)),
+    "account": Optional(Predicate(_is_name, "must be an account name without spaces", str)),
+    "walltime": Predicate(_is_time, "must be a Slurm time such as '01:30:00', '90' (minutes) or "
+                          "'2-00:00:00'", str),
+    "memory": Predicate(_is_size, "must be a positive size such as '4GB', '500MB' or '2GiB'",
+                        str),
+    "cores": Integer(ge=1, le=4096),
+    "jobs": Integer(ge=1, le=100_000),
+    "sbatch": Predicate(lambda v: _is_lines(v, lambda s: _directive(s).startswith("-")),
+                        "must be a list of sbatch options such as '--qos=short' (the '#SBATCH ' "
+                        "prefix is added)", _lines(_directive)),
+    "prologue": Predicate(_is_lines, "must be a list of one-line shell commands", _lines()),
+    "interface": Optional(Predicate(_is_name, "must be a network interface name such as 'ib0'",
+                                    str)),
+    "log_directory": Optional(Predicate(_is_path, "must be a directory path", str)),
+    "python": Optional(Predicate(_is_path, "must be the path of a Python executable", str)),
+    "poll_seconds": Real(ge=0.1, le=3600),
 }
 
 
@@ -175,7 +171,7 @@ class SlurmOptions:
     poll_seconds: float = 30.0
 
     def __post_init__(self) -> None:
-        _validate(self, _TABLE, prefix="slurm.")
+        validate_fields(self, _TABLE, prefix="slurm.")
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None, prefix: str = "slurm") -> "SlurmOptions":
@@ -184,11 +180,7 @@ class SlurmOptions:
             return cls()
         if not isinstance(data, Mapping):
             raise ConfigError(prefix, "must be a table", data)
-        known = [f.name for f in fields(cls)]
-        for k, v in data.items():
-            if k not in known:
-                raise ConfigError(f"{prefix}.{k}", "unknown key; allowed keys are "
-                                  + ", ".join(known), v)
+        check_keys(data, [f.name for f in fields(cls)], prefix=f"{prefix}.")
         return cls(**dict(data))
 
     def to_dict(self) -> dict[str, Any]:

@@ -12,8 +12,8 @@ A spec is a TOML file (or the same shape as a dict)::
     n_informative = 5
     n_nuisance = 20
     theta = 1.0
-    [step]                  # StepSize fields
-    eta0 = 0.05
+    [step]                  # a schedule: kind = "power" (default; eta0, k0, power),
+    eta0 = 0.05             #   "constant" (eta0), "piecewise" (boundaries, etas), "tabulated"
     [grid]                  # axes: "section.field" = [values]; the product is swept
     "model.theta" = [0.5, 1.0]
     "model.n_nuisance" = [20, 40]
@@ -28,7 +28,11 @@ different sweep. A grid axis overrides the value of the same field in its table 
 value must still be valid). Without a ``[grid]`` (or with an empty one) the sweep has one
 point.
 
-Every grid point is validated by building its :class:`ModelConfig`, :class:`StepSize` and
+Grid values may be numpy scalars or a 1-d numpy array; they are stored as Python numbers.
+A ``[run]``-like ``record = "log"`` (or a list of steps) in ``[sweep]`` gives log-spaced
+records (:mod:`attnsignal.records`).
+
+Every grid point is validated by building its :class:`ModelConfig`, its schedule and
 :class:`RunConfig` before any work starts; the first problem raises one
 :class:`~attnsignal.config.ConfigError` naming the key, e.g.
 ``grid.model.theta: must be a finite number >= 0; got -1``.
@@ -39,48 +43,63 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-from dataclasses import MISSING, dataclass, field, fields
+import numbers
+from dataclasses import dataclass, field
 from os import PathLike
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+import numpy as np
+
+from ..config import ConfigError, ModelConfig, RunConfig
+from ..paths import read_toml
+from ..schedules import SCHEDULES, Schedule, StepSize, schedule_from_dict
+from ..validation import NOTHING, check_keys, required_fields
 
 if TYPE_CHECKING:
     from .slurm import SlurmOptions
 
-from ..config import ConfigError, ModelConfig, RunConfig, StepSize
-from ..paths import read_toml
-
 __all__ = ["SweepSpec", "GridPoint", "SECTIONS", "TABLES"]
 
-#: The configuration tables of a spec and the class that validates each.
+#: The configuration tables of a spec and the class that validates each (``[step]`` is any
+#: schedule family, chosen by its ``kind``; :class:`StepSize` without one).
 SECTIONS: dict[str, type] = {"sweep": RunConfig, "model": ModelConfig, "step": StepSize}
 #: Every table a spec may have (``slurm``: :class:`~attnsignal.sweep.slurm.SlurmOptions`,
 #: where the sweep runs, not what it computes: it is not part of :meth:`SweepSpec.identity`).
 TABLES = ("sweep", "model", "step", "grid", "slurm")
 
-_SCALARS = (bool, int, float, str)
+
+def _step_class(table: Mapping[str, Any]) -> type:
+    kind = table.get("kind", "power")
+    if not isinstance(kind, str) or kind not in SCHEDULES:
+        raise ConfigError("step.kind", "must be one of " + ", ".join(map(repr, SCHEDULES)),
+                          kind)
+    return SCHEDULES[kind]
 
 
-class _Missing:
-    def __repr__(self) -> str:
-        return "nothing"
+def _field_names(sec: str, step_table: Mapping[str, Any] | None = None) -> list[str]:
+    """Keys of table ``sec`` (for ``[step]``: ``kind`` and the fields of its family)."""
+    if sec == "step":
+        return ["kind", *_step_class(step_table or {}).field_names()]
+    return SECTIONS[sec].field_names()
 
 
-_NOTHING = _Missing()
+def _all_grid_fields(step_table: Mapping[str, Any]) -> list[str]:
+    return [f"{s}.{n}" for s in SECTIONS for n in _field_names(s, step_table) if n != "kind"]
 
 
-def _field_names(cls: type) -> list[str]:
-    return [f.name for f in fields(cls)]  # type: ignore[arg-type]
+def _plain_scalar(v: Any) -> Any:
+    """numpy scalars as Python numbers (``np.int64(5)`` → ``5``), everything else as is."""
+    if isinstance(v, np.generic):
+        return v.item()
+    return v
 
 
-def _required(cls: type) -> list[str]:
-    return [
-        f.name for f in fields(cls)  # type: ignore[arg-type]
-        if f.default is MISSING and f.default_factory is MISSING  # type: ignore[misc]
-    ]
-
-
-def _all_grid_fields() -> list[str]:
-    return [f"{s}.{n}" for s, cls in SECTIONS.items() for n in _field_names(cls)]
+def _plain_values(values: Any) -> Any:
+    if isinstance(values, np.ndarray) and values.ndim == 1:
+        return tuple(values.tolist())
+    if isinstance(values, (list, tuple)):
+        return tuple(_plain_scalar(v) for v in values)
+    return values
 
 
 @dataclass(frozen=True)
@@ -95,7 +114,7 @@ class GridPoint:
     index: int
     values: Mapping[str, Any]
     model: ModelConfig
-    step: StepSize
+    step: Schedule
     run: RunConfig
 
     @property
@@ -155,9 +174,8 @@ class SweepSpec:
         if isinstance(self.slurm, Mapping):
             object.__setattr__(self, "slurm", tuple((str(k), x) for k, x in self.slurm.items()))
         self.slurm_options()  # validated now, like every table
-        if isinstance(self.grid, Mapping):
-            object.__setattr__(self, "grid", tuple((str(k), tuple(v) if isinstance(v, list)
-                                                    else v) for k, v in self.grid.items()))
+        grid = self.grid.items() if isinstance(self.grid, Mapping) else self.grid
+        object.__setattr__(self, "grid", tuple((str(k), _plain_values(v)) for k, v in grid))
         object.__setattr__(self, "_points", tuple(_build_points(self)))
 
     # ------------------------------------------------------------------ construction
@@ -170,29 +188,15 @@ class SweepSpec:
         Raises ConfigError (see the class)."""
         if not isinstance(data, Mapping):
             raise ConfigError("spec", "must be a table with [sweep], [model], [step], [grid]", data)
+        check_keys(data, TABLES, what="table")
         for name, table in data.items():
-            if name not in TABLES:
-                raise ConfigError(
-                    str(name), "unknown table; allowed tables are "
-                    + ", ".join(f"[{t}]" for t in TABLES), table,
-                )
             if not isinstance(table, Mapping):
                 raise ConfigError(str(name), "must be a table", table)
-        tables: dict[str, Pairs] = {}
-        for sec, klass in SECTIONS.items():
-            known = _field_names(klass)
-            table = data.get(sec, {})
-            for key, value in table.items():
-                if key not in known:
-                    raise ConfigError(
-                        f"{sec}.{key}", "unknown key; allowed keys are " + ", ".join(known), value
-                    )
-            tables[sec] = tuple((str(k), v) for k, v in table.items())
-        axes = []
-        for key, values in _flatten(data.get("grid", {})):
-            axes.append((key, _check_axis(key, values)))
+        tables = {sec: tuple((str(k), v) for k, v in data.get(sec, {}).items())
+                  for sec in SECTIONS}
         return cls(sweep=tables["sweep"], model=tables["model"], step=tables["step"],
-                   grid=tuple(axes), slurm=tuple(data.get("slurm", {}).items()))
+                   grid=tuple(_flatten(data.get("grid", {}))),
+                   slurm=tuple(data.get("slurm", {}).items()))
 
     @classmethod
     def from_toml(cls, path: str | PathLike[str]) -> "SweepSpec":
@@ -260,17 +264,18 @@ def _flatten(grid: Mapping[str, Any], prefix: str = "") -> list[tuple[str, Any]]
     return out
 
 
-def _check_axis(key: str, values: Any) -> tuple[Any, ...]:
+def _check_axis(key: str, values: Any, step_table: Mapping[str, Any]) -> tuple[Any, ...]:
     sec, _, name = key.partition(".")
-    if sec not in SECTIONS or name not in _field_names(SECTIONS[sec]):
+    if sec not in SECTIONS or name == "kind" or name not in _field_names(sec, step_table):
         raise ConfigError(
             f"grid.{key}", "unknown field; a grid axis is 'section.field' with a field of "
-            "[sweep], [model] or [step]: " + ", ".join(_all_grid_fields()), values,
+            "[sweep], [model] or [step]: " + ", ".join(_all_grid_fields(step_table)), values,
         )
-    if not isinstance(values, (list, tuple)) or len(values) == 0:
+    values = _plain_values(values)
+    if not isinstance(values, tuple) or len(values) == 0:
         raise ConfigError(f"grid.{key}", "must be a non-empty array of values", values)
     for v in values:
-        if not isinstance(v, _SCALARS):
+        if not isinstance(v, (numbers.Real, str)):
             raise ConfigError(f"grid.{key}", "must be an array of numbers or strings", values)
     for i, v in enumerate(values):
         if any(v == w for w in values[:i]):
@@ -279,36 +284,33 @@ def _check_axis(key: str, values: Any) -> tuple[Any, ...]:
 
 
 def _make(sec: str, data: Mapping[str, Any], gridded: Sequence[str]) -> Any:
-    klass = SECTIONS[sec]
-    for name in _required(klass):
+    klass = _step_class(data) if sec == "step" else SECTIONS[sec]
+    for name in required_fields(klass):
         if name not in data:
             raise ConfigError(
                 f"{sec}.{name}", f"required; set it in [{sec}] or as a grid axis "
-                f"'{sec}.{name}'", _NOTHING,
+                f"'{sec}.{name}'", NOTHING,
             )
     try:
+        if sec == "step":
+            return schedule_from_dict(data, prefix="")
         return klass(**dict(data))
     except ConfigError as exc:
         where = f"grid.{sec}." if exc.field in gridded else f"{sec}."
-        raise ConfigError(where + exc.field, exc.allowed, exc.value) from None
+        raise exc.renamed(where + exc.field) from None
 
 
 def _build_points(spec: SweepSpec) -> list[GridPoint]:
     """Validate the spec and build its points (raises ConfigError)."""
+    base = {"sweep": dict(spec.sweep), "model": dict(spec.model), "step": dict(spec.step)}
+    for sec, table in base.items():
+        check_keys(table, _field_names(sec, base["step"]), prefix=f"{sec}.")
     seen = set()
     for key, values in spec.grid:
         if key in seen:
             raise ConfigError(f"grid.{key}", "must be given once", list(values))
         seen.add(key)
-        _check_axis(key, values)
-    base = {"sweep": dict(spec.sweep), "model": dict(spec.model), "step": dict(spec.step)}
-    for sec, table in base.items():
-        known = _field_names(SECTIONS[sec])
-        for key, value in table.items():
-            if key not in known:
-                raise ConfigError(
-                    f"{sec}.{key}", "unknown key; allowed keys are " + ", ".join(known), value
-                )
+        _check_axis(key, values, base["step"])
     split = [(k.partition(".")[0], k.partition(".")[2], vals) for k, vals in spec.grid]
     gridded = {sec: [n for s, n, _ in split if s == sec] for sec in SECTIONS}
     # Base values, even those a grid axis overrides, must be valid on their own: check them

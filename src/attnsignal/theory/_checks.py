@@ -1,88 +1,89 @@
-"""Input checks shared by the theory layer. Every failure is a one-line
-:class:`~attnsignal.config.ConfigError` (a ``ValueError``): ``field: allowed; got value``."""
+"""The argument constraints of the theory layer, applied with one decorator.
+
+Every public theory function declares its checked arguments with
+:func:`attnsignal.validation.validated` and the constraints below, so a bad argument is a
+one-line :class:`~attnsignal.validation.ConfigError` (a ``ValueError``) naming it::
+
+    @validated(model=MODEL, rho=RHO, method=METHOD)
+    def landscape(model, rho, method="exact", ...): ...
+"""
 
 from __future__ import annotations
 
-import numbers
-from typing import Any, Sequence
-
 import numpy as np
 
-from ..config import ConfigError, ModelConfig, StepSize
+from ..config import UPDATES, ModelConfig
+from ..schedules import Schedule
+from ..validation import (  # noqa: F401  (Integer, OneOf, Optional, Sequence re-exported)
+    Boolean, ConfigError, Constraint, Instance, Integer, OneOf, Optional, Real, RealArray,
+    Sequence, validated,
+)
 
 __all__ = [
-    "check_model",
-    "check_step",
-    "check_rho",
-    "check_choice",
-    "check_int",
-    "check_real",
+    "METHODS", "MODEL", "OPTIONAL_MODEL", "STEP", "OPTIONAL_STEP", "RHO", "RHO0", "METHOD",
+    "OPTIONAL_METHOD",
+    "UPDATE", "N_SAMPLES", "SEED", "BATCH", "POSITIVE", "OPTIONAL_POSITIVE", "RTOL", "ATOL",
+    "TARGET", "TARGETS", "RESULT", "BOOLEAN", "SIDE", "validated", "ConfigError",
 ]
 
+#: How ``Φ`` and ``Φ'`` are computed (:func:`attnsignal.theory.landscape`).
+METHODS = ("exact", "mc", "asymptotic")
 
-def check_model(model: Any) -> ModelConfig:
-    """``model`` must be a :class:`ModelConfig`."""
-    if not isinstance(model, ModelConfig):
-        raise ConfigError("model", "must be a ModelConfig", type(model).__name__)
-    return model
-
-
-def check_step(step: Any, field: str = "step") -> StepSize:
-    """``step`` must be a :class:`StepSize`."""
-    if not isinstance(step, StepSize):
-        raise ConfigError(field, "must be a StepSize", type(step).__name__)
-    return step
-
-
-def check_rho(rho: Any, field: str = "rho", open_interval: bool = False) -> np.ndarray:
-    """``rho`` as a float64 array (a scalar gives a 0-d array); every entry finite and in
-    ``[−1, 1]`` (``(−1, 1)`` with ``open_interval``). Raises ``ConfigError`` naming the first
-    offending value."""
-    try:
-        arr = np.asarray(rho, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ConfigError(field, "must be a number or an array of numbers in [-1, 1]", rho) from None
-    if arr.size == 0:
-        raise ConfigError(field, "must contain at least one value", rho)
-    if open_interval:
-        bad = ~np.isfinite(arr) | (np.abs(arr) >= 1.0)
-        allowed = "must be finite numbers in (-1, 1)"
-    else:
-        bad = ~np.isfinite(arr) | (np.abs(arr) > 1.0)
-        allowed = "must be finite numbers in [-1, 1]"
-    if bad.any():
-        raise ConfigError(field, allowed, float(arr[bad].flat[0]))
-    return arr
+MODEL = Instance(ModelConfig)
+OPTIONAL_MODEL = Optional(MODEL)
+STEP = Instance(Schedule, "step-size schedule (StepSize, ConstantStep, PiecewiseStep, "
+                "TabulatedStep, ...)")
+OPTIONAL_STEP = Optional(STEP)
+#: Alignments: a number or an array of numbers in [−1, 1] (not bools or strings).
+RHO = RealArray(ge=-1.0, le=1.0)
+#: One starting alignment.
+RHO0 = Real(ge=-1.0, le=1.0)
+METHOD = OneOf(*METHODS)
+#: A method, or None for the model's default (:func:`attnsignal.theory.fixed_points.resolve_method`).
+OPTIONAL_METHOD = Optional(METHOD)
+UPDATE = OneOf(*UPDATES)
+N_SAMPLES = Integer(ge=2)
+SEED = Integer(ge=0)
+BATCH = Integer(ge=1)
+POSITIVE = Real(gt=0.0)
+OPTIONAL_POSITIVE = Optional(POSITIVE)
+#: Relative tolerance of the ODE solver: scipy silently raises anything below 100 ε.
+RTOL = Real(ge=100 * float(np.finfo(float).eps), lt=1.0)
+ATOL = Real(gt=0.0)
+#: A level of |ρ| strictly inside (0, 1).
+TARGET = Real(gt=0.0, lt=1.0)
+TARGETS = Sequence(TARGET, min_len=1)
+BOOLEAN = Boolean()
 
 
-def check_choice(value: Any, field: str, choices: Sequence[str]) -> str:
-    """``value`` must be one of ``choices``."""
-    if not isinstance(value, str) or value not in choices:
-        raise ConfigError(field, "must be one of " + ", ".join(repr(c) for c in choices), value)
-    return value
+class _Side(Constraint):
+    """``1`` or ``-1`` (the attractor ``±ξ``)."""
+
+    def _accepts(self, v: object) -> bool:
+        return isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v in (1, -1)
+
+    def coerce(self, v: object) -> int:
+        return int(v)  # type: ignore[arg-type]
+
+    def describe(self) -> str:
+        return "must be 1 or -1"
 
 
-def check_int(value: Any, field: str, lo: int) -> int:
-    """``value`` must be an integer ``>= lo``."""
-    if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < lo:
-        raise ConfigError(field, f"must be an integer >= {lo}", value)
-    return int(value)
+SIDE = _Side()
 
 
-def check_real(value: Any, field: str, lo: float | None = None, hi: float | None = None,
-               lo_open: bool = False, hi_open: bool = False) -> float:
-    """``value`` must be a finite real in the stated (half-)open or closed range."""
-    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and np.isfinite(value)
-    if ok and lo is not None:
-        ok = value > lo if lo_open else value >= lo
-    if ok and hi is not None:
-        ok = value < hi if hi_open else value <= hi
-    if not ok:
-        parts = []
-        if lo is not None:
-            parts.append(("> " if lo_open else ">= ") + f"{lo:g}")
-        if hi is not None:
-            parts.append(("< " if hi_open else "<= ") + f"{hi:g}")
-        rng = " and ".join(parts)
-        raise ConfigError(field, "must be a finite number" + (f" {rng}" if rng else ""), value)
-    return float(value)
+def _result_class() -> type:
+    from ..results import Result
+
+    return Result
+
+
+class _ResultConstraint(Instance):
+    def __init__(self) -> None:
+        super().__init__(object, "Result (from simulate, Result.load or a sweep)")
+
+    def _accepts(self, v: object) -> bool:
+        return isinstance(v, _result_class())
+
+
+RESULT = _ResultConstraint()

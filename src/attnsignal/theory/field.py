@@ -18,12 +18,13 @@ import numpy as np
 from numpy.polynomial import Chebyshev
 
 from ..config import ModelConfig
-from ._checks import check_choice, check_model
-from .landscape import METHODS, landscape
+from ._checks import METHOD, MODEL, N_SAMPLES, SEED, validated
+from .landscape import landscape
 
 __all__ = ["vector_field", "dphi_interpolant"]
 
 
+@validated(model=MODEL, method=METHOD)
 def vector_field(model: ModelConfig, rho: Any, method: str = "exact", *,
                  n_samples: int = 100_000, seed: int = 0) -> np.ndarray:
     """``(1 − ρ²) Φ'(ρ)`` at ``rho`` (scalar or array in [−1, 1]); an array of ``rho``'s shape.
@@ -57,9 +58,8 @@ def _interp(model: ModelConfig, method: str, n_samples: int, seed: int) -> Calla
     return lambda r: cheb(np.asarray(r, dtype=np.float64))
 
 
+@validated(model=MODEL, method=METHOD, n_samples=N_SAMPLES, seed=SEED)
 def dphi_interpolant(model: ModelConfig, method: str = "exact", *, n_samples: int = 20_000,
                      seed: int = 0) -> Callable[[np.ndarray], np.ndarray]:
     """A vectorised callable ``ρ ↦ Φ'(ρ)`` on ``[−1, 1]`` (see the module docstring)."""
-    check_model(model)
-    check_choice(method, "method", METHODS)
     return _interp(model, method, int(n_samples), int(seed))

@@ -43,11 +43,14 @@ from typing import Any
 import numpy as np
 from scipy.optimize import brentq
 
-from ..config import UPDATES, ConfigError, ModelConfig, StepSize
-from ..schedules import step_sizes, step_at_time
-from ._checks import check_choice, check_int, check_model, check_real, check_rho, check_step
+from ..config import ModelConfig
+from ..schedules import Schedule
+from ._checks import (
+    BATCH, BOOLEAN, METHOD, MODEL, N_SAMPLES, POSITIVE, RHO, SEED, SIDE, STEP, TARGET, UPDATE,
+    Optional, RHO0, validated,
+)
 from .field import dphi_interpolant
-from .landscape import METHODS, landscape
+from .landscape import landscape
 from .ode import solve_ode
 from .reduced import GradientParts, accumulate
 
@@ -122,10 +125,7 @@ def _quantities(mu: np.ndarray, cov: np.ndarray, n: int, rho: float, B: int, wha
 
 def _estimate(model: ModelConfig, rho: Any, what: str, batch: int, n_samples: int,
               seed: int, power: int) -> MonteCarloEstimate:
-    r = check_rho(rho)
-    check_int(n_samples, "n_samples", 2)
-    check_int(seed, "seed", 0)
-    check_int(batch, "batch", 1)
+    r = rho
     mu, cov = _moments(model, r.ravel(), n_samples, seed)
     val = np.empty(r.size)
     se = np.empty(r.size)
@@ -136,56 +136,57 @@ def _estimate(model: ModelConfig, rho: Any, what: str, batch: int, n_samples: in
     return MonteCarloEstimate(r, scale * val, scale * se, n_samples)
 
 
+@validated(model=MODEL, rho=RHO, n_samples=N_SAMPLES, seed=SEED)
 def drift_mc(model: ModelConfig, rho: Any, n_samples: int = 100_000,
              seed: int = 0) -> MonteCarloEstimate:
     """Monte-Carlo ``E[ξ·g_R] = s E[g_e]`` at ``rho`` from the reduced sampler — an estimate of
     the vector field ``(1 − ρ²)Φ'(ρ)`` independent of :func:`landscape`. Raises ``ConfigError``
     for ``rho`` outside [−1, 1] or bad counts."""
-    check_model(model)
     return _estimate(model, rho, "drift", 1, n_samples, seed, 1)
 
 
+@validated(model=MODEL, rho=RHO, batch=BATCH, n_samples=N_SAMPLES, seed=SEED)
 def drift_variance(model: ModelConfig, rho: Any, batch: int = 1, *, n_samples: int = 20_000,
                    seed: int = 0) -> MonteCarloEstimate:
     """``Var(ξ·ḡ_R) = (1 − ρ²) Var(g_e)/B``: the variance of the alignment increment per unit
     step (first order in ``η``). Raises ``ConfigError`` for bad input."""
-    check_model(model)
     return _estimate(model, rho, "drift_var", batch, n_samples, seed, 2)
 
 
+@validated(model=MODEL, rho=RHO, batch=BATCH, update=UPDATE, n_samples=N_SAMPLES, seed=SEED)
 def gradient_variance(model: ModelConfig, rho: Any, batch: int = 1, update: str = "riemannian",
                       *, n_samples: int = 20_000, seed: int = 0) -> MonteCarloEstimate:
     """``V_B(ρ)``: mean squared norm of the minibatch gradient used by the update —
     ``E||ḡ_R||²`` for ``"riemannian"``, ``E||ḡ||²`` for ``"projected"`` — with
     ``V_B = |E g|² + (V − |E g|²)/B``. Raises ``ConfigError`` for bad input."""
-    check_model(model)
-    check_choice(update, "update", UPDATES)
     return _estimate(model, rho, "V_" + update, batch, n_samples, seed, 2)
 
 
+@validated(model=MODEL, rho=RHO, batch=BATCH, update=UPDATE, n_samples=N_SAMPLES, seed=SEED)
 def second_order_coefficient(model: ModelConfig, rho: Any, batch: int = 1,
                              update: str = "riemannian", *, n_samples: int = 20_000,
                              seed: int = 0) -> MonteCarloEstimate:
     """``κ_B(ρ)`` with ``E[ρ' − ρ] = η(1 − ρ²)Φ'(ρ) − η² κ_B(ρ) + O(η³)``:
     ``ρ V_B/2`` (riemannian), ``ρ V_B/2 + s E[ḡ_q ḡ_e]`` (projected; ``V_B`` tangent)."""
-    check_model(model)
-    check_choice(update, "update", UPDATES)
     return _estimate(model, rho, "kappa_" + update, batch, n_samples, seed, 2)
 
 
+@validated(model=MODEL, rho=RHO, eta=POSITIVE, batch=BATCH, update=UPDATE, method=METHOD,
+           n_samples=N_SAMPLES, seed=SEED)
 def corrected_drift(model: ModelConfig, rho: Any, eta: float, batch: int = 1,
                     update: str = "riemannian", *, method: str = "exact",
                     n_samples: int = 20_000, seed: int = 0) -> MonteCarloEstimate:
     """Second-order mean one-step change ``E[ρ' − ρ] ≈ η(1 − ρ²)Φ'(ρ) − η² κ_B(ρ)``
     (riemannian: ``η(1 − ρ²)Φ'(ρ) − (η²/2)ρV_B(ρ)``). ``Φ'`` by ``method``; the standard error
     is that of the Monte-Carlo ``κ_B`` term."""
-    eta = check_real(eta, "eta", 0.0, lo_open=True)
     kap = second_order_coefficient(model, rho, batch, update, n_samples=n_samples, seed=seed)
     field = landscape(model, kap.rho, method).field
     return MonteCarloEstimate(kap.rho, eta * field - eta * eta * kap.value,
                               eta * eta * kap.stderr, kap.n_samples)
 
 
+@validated(model=MODEL, eta=POSITIVE, batch=BATCH, update=UPDATE, side=SIDE, method=METHOD,
+           n_samples=N_SAMPLES, seed=SEED)
 def constant_step_plateau(model: ModelConfig, eta: float, batch: int = 1,
                           update: str = "riemannian", *, side: int = 1, method: str = "exact",
                           n_samples: int = 20_000, seed: int = 0) -> float:
@@ -197,15 +198,6 @@ def constant_step_plateau(model: ModelConfig, eta: float, batch: int = 1,
     found before the nearest interior fixed point (step too large for the second-order
     theory). Raises ``ConfigError`` for bad input.
     """
-    check_model(model)
-    eta = check_real(eta, "eta", 0.0, lo_open=True)
-    check_int(batch, "batch", 1)
-    check_choice(update, "update", UPDATES)
-    check_choice(method, "method", METHODS)
-    if isinstance(side, bool) or side not in (1, -1):
-        raise ConfigError("side", "must be 1 or -1", side)
-    n_samples = check_int(n_samples, "n_samples", 2)
-    seed = check_int(seed, "seed", 0)
     dphi = dphi_interpolant(model, method)
     end = float(side)
     d_end = float(landscape(model, end, method).dphi)
@@ -277,7 +269,9 @@ class SamplesToReach:
     samples: int
 
 
-def samples_to_reach(model: ModelConfig, step: StepSize, target: float = 0.9965,
+@validated(model=MODEL, step=STEP, target=TARGET, batch=BATCH, rho0=Optional(RHO0),
+           update=UPDATE, method=METHOD, n_samples=N_SAMPLES, seed=SEED, plateau=BOOLEAN)
+def samples_to_reach(model: ModelConfig, step: Schedule, target: float = 0.9965,
                      batch: int = 1, *, rho0: float | None = None,
                      update: str = "riemannian", method: str = "exact",
                      n_samples: int = 4000, seed: int = 0,
@@ -293,18 +287,14 @@ def samples_to_reach(model: ModelConfig, step: StepSize, target: float = 0.9965,
     ``κ_B`` over the approach to ``±ξ``); ``plateau_at_hit`` is then NaN and nothing else
     changes. ``n_samples`` common draws estimate ``κ_B`` at the target.
     """
-    check_model(model)
-    check_step(step)
-    target = check_real(target, "target", 0.0, 1.0, lo_open=True, hi_open=True)
-    check_int(batch, "batch", 1)
-    r0 = float(1.0 / np.sqrt(model.d)) if rho0 is None else float(check_rho(rho0, "rho0"))
+    r0 = float(1.0 / np.sqrt(model.d)) if rho0 is None else float(rho0)
     sol = solve_ode(model, r0, step=step, targets=(target,), method=method)
     t_hit = sol.hitting_times[target]
     if not np.isfinite(t_hit):
         return SamplesToReach(target, r0, batch, float("nan"), -1, float("nan"), float("nan"),
                               float("nan"), False, -1, -1)
-    k_ode = int(step_at_time(step, t_hit))
-    eta_k = float(step_sizes(step, k_ode))
+    k_ode = int(step.step_at_time(t_hit))
+    eta_k = float(step.eta(k_ode))
     side = 1 if sol(t_hit) > 0 else -1
     rt = side * target
     kap = second_order_coefficient(model, rt, batch, update, n_samples=n_samples, seed=seed)
@@ -321,10 +311,8 @@ def samples_to_reach(model: ModelConfig, step: StepSize, target: float = 0.9965,
                      if plateau else float("nan"))
     if eta_k <= eta_max:
         k_eta = 0
-    elif step.power == 0 or eta_max <= 0:
-        k_eta = -1
     else:
-        k_eta = int(np.ceil(step.k0 * ((step.eta0 / eta_max) ** (1.0 / step.power) - 1.0)))
+        k_eta = step.first_step_at_most(eta_max)
     steps = -1 if k_eta < 0 else max(k_ode, k_eta)
     return SamplesToReach(target, r0, batch, float(t_hit), k_ode, eta_k, float(eta_max),
                           float(plateau_value), bool(eta_k <= eta_max), steps,

@@ -30,9 +30,9 @@ from scipy.optimize import brentq
 from scipy.stats import beta as beta_dist
 
 from ..config import ModelConfig
-from ._checks import check_choice, check_model
+from ._checks import MODEL, OPTIONAL_METHOD, validated
 from .field import dphi_interpolant
-from .landscape import METHODS, default_method, landscape
+from .landscape import default_method, landscape
 
 __all__ = ["FixedPoint", "Basin", "LandscapeVerdict", "Basins", "fixed_points",
            "landscape_verdict", "resolve_method", "is_flat"]
@@ -42,13 +42,11 @@ _GRID = 2000
 FLAT_RTOL = 1e-12
 
 
+@validated(model=MODEL, method=OPTIONAL_METHOD)
 def resolve_method(model: ModelConfig, method: str | None) -> str:
     """``method``, or when None the default for ``model``: ``"exact"`` if ``βσ <= 12``, else
     ``"mc"``. Raises ``ConfigError`` for a bad model or method."""
-    check_model(model)
-    if method is None:
-        return default_method(model)
-    return check_choice(method, "method", METHODS)
+    return default_method(model) if method is None else method
 
 
 def phi_scale(model: ModelConfig, method: str) -> float:
@@ -124,6 +122,7 @@ def _classify_end(rho: float, dphi: float, tol: float) -> FixedPoint:
     return FixedPoint(rho, bool(is_max), "endpoint-max" if is_max else "endpoint-min", slope)
 
 
+@validated(model=MODEL, method=OPTIONAL_METHOD)
 def fixed_points(model: ModelConfig, method: str | None = None) -> list[FixedPoint]:
     """Stationary points of ``dρ/dt = (1 − ρ²) Φ'(ρ)`` on ``[−1, 1]``, sorted by ``rho``,
     always including ``±1`` (see the module docstring for the method and classification).
@@ -189,6 +188,7 @@ def _uniform_prob(d: int, lo: float, hi: float) -> float:
     return float(cdf(hi) - cdf(lo))
 
 
+@validated(model=MODEL, method=OPTIONAL_METHOD)
 def landscape_verdict(model: ModelConfig, method: str | None = None) -> LandscapeVerdict:
     """Basins of attraction and a plain-language verdict (``method`` as in
     :func:`fixed_points`), e.g.

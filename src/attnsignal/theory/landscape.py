@@ -31,7 +31,7 @@ import pandas as pd
 
 from ..config import ConfigError, ModelConfig
 from ..limits import check_memory, check_work
-from ._checks import check_choice, check_int, check_model, check_rho
+from ._checks import METHOD, METHODS, MODEL, N_SAMPLES, RHO, SEED, validated
 from .asymptotic import phi_asymptotic
 from .exact import MAX_BETA, phi_exact
 from .landscape_mc import mc_bytes, mc_work, phi_mc
@@ -39,7 +39,6 @@ from .landscape_mc import mc_bytes, mc_work, phi_mc
 __all__ = ["Landscape", "landscape", "METHODS", "MAX_THETA_OVER_SIGMA", "default_method",
            "check_mc_size", "require_finite"]
 
-METHODS = ("exact", "mc", "asymptotic")
 #: The theory refuses ``θ/σ`` above this (``Φ ~ θ²`` and its square terms must fit in float64).
 MAX_THETA_OVER_SIGMA = 1e100
 
@@ -139,6 +138,7 @@ def _deterministic(fn, model: ModelConfig, rho: np.ndarray) -> tuple[np.ndarray,
         return s2 * phi, s2 * dphi
 
 
+@validated(model=MODEL, rho=RHO, method=METHOD, n_samples=N_SAMPLES, seed=SEED)
 def landscape(model: ModelConfig, rho: Any, method: str = "exact", *,
               n_samples: int = 100_000, seed: int = 0) -> Landscape:
     """``Φ(ρ)`` and ``Φ'(ρ)`` at the alignments ``rho`` (scalar or array in ``[−1, 1]``).
@@ -162,9 +162,7 @@ def landscape(model: ModelConfig, rho: Any, method: str = "exact", *,
     Monte-Carlo size that cannot fit in memory or finish (the estimate is in the message), or
     a value that would not be finite (the message names a method that works).
     """
-    check_model(model)
-    r = check_rho(rho)
-    check_choice(method, "method", METHODS)
+    r = rho
     _check_range(model)
     se_phi = se_dphi = None
     used = None
@@ -173,8 +171,7 @@ def landscape(model: ModelConfig, rho: Any, method: str = "exact", *,
     elif method == "exact":
         phi, dphi = _deterministic(phi_exact, model, r)
     else:
-        used = check_int(n_samples, "n_samples", 2)
-        check_int(seed, "seed", 0)
+        used = n_samples
         check_mc_size(model, used, r.size)
         R, N, d, th, be, s2 = _standard(model)
         phi, dphi, se_phi, se_dphi = phi_mc(R, N, d, th, be, r.ravel(), used, seed,

@@ -5,8 +5,8 @@ to ``±1`` (which the ``ρ`` variable makes exponentially slow and ill-condition
 growth of ``|z|`` at rate ``|Φ'(±1)|``. ``Φ'`` comes from :func:`.field.dphi_interpolant`
 (``"exact"`` by default). Integration uses scipy's ``DOP853`` with dense output, ``rtol = 1e-10``,
 ``atol = 1e-12``; hitting times of ``|ρ| = target`` are located by event functions
-``|z| − artanh(target)``. With a :class:`StepSize`, ODE times are mapped to the step index
-``k`` with ``t_k = Σ_{j<k} η_j ≥ t`` (:func:`attnsignal.schedules.step_at_time`).
+``|z| − artanh(target)``. With a step-size schedule (any family), ODE times are mapped to the
+step index ``k`` with ``t_k = Σ_{j<k} η_j ≥ t`` (:meth:`attnsignal.schedules.Schedule.step_at_time`).
 
 Every integration is bounded: a flat landscape (``Φ'`` zero up to round-off) is stationary
 without integrating; the solver also stops once ``Φ'`` vanishes at an interior attractor (the
@@ -22,9 +22,12 @@ from typing import Any, Sequence
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from ..config import ConfigError, ModelConfig, StepSize
-from ..schedules import step_at_time
-from ._checks import check_model, check_real, check_rho, check_step
+from ..config import ConfigError, ModelConfig
+from ..schedules import Schedule
+from ._checks import (
+    ATOL, MODEL, N_SAMPLES, OPTIONAL_METHOD, OPTIONAL_POSITIVE, OPTIONAL_STEP, RHO, RHO0, RTOL,
+    SEED, TARGETS, validated,
+)
 from .field import dphi_interpolant
 from .fixed_points import is_flat, phi_scale, resolve_method
 
@@ -36,7 +39,6 @@ _Z_STOP = float(np.arctanh(1.0 - 1e-12))
 #: (a solution to ±1 or to an interior attractor takes a few hundred).
 MAX_FIELD_EVALUATIONS = 200_000
 #: smallest rtol scipy honours (it silently raises smaller ones to 100·eps)
-_MIN_RTOL = 100 * float(np.finfo(float).eps)
 
 
 class _OutOfBudget(Exception):
@@ -74,12 +76,6 @@ def _solve_ivp_bounded(rhs, t_span: tuple[float, float], z0, **kwargs):
     return res
 
 
-def _check_tolerances(rtol: Any, atol: Any) -> tuple[float, float]:
-    rtol = check_real(rtol, "rtol", _MIN_RTOL, 1.0, hi_open=True)
-    atol = check_real(atol, "atol", 0.0, lo_open=True)
-    return rtol, atol
-
-
 @dataclass(frozen=True, eq=False)
 class OdeSolution:
     """Solution of ``dρ/dt = (1 − ρ²) Φ'(ρ)`` from ``rho0``.
@@ -100,7 +96,7 @@ class OdeSolution:
     rho: np.ndarray
     hitting_times: dict[float, float]
     t_end: float
-    step: StepSize | None = None
+    step: Schedule | None = None
     hitting_steps: dict[float, int] | None = None
     _dense: Any = field(default=None, repr=False)
     _dphi_end: float = field(default=0.0, repr=False)
@@ -120,19 +116,15 @@ class OdeSolution:
     def steps_at(self, t: Any) -> np.ndarray:
         """Step index ``k`` with ``t_k >= t`` under ``self.step`` (requires ``step``)."""
         if self.step is None:
-            raise ValueError("step: solve_ode was called without a StepSize; got None")
-        return step_at_time(self.step, t)
+            raise ConfigError("step", "solve_ode was called without a schedule", None)
+        return self.step.step_at_time(t)
 
 
-def _check_targets(targets: Sequence[float]) -> tuple[float, ...]:
-    out = []
-    for x in targets:
-        out.append(check_real(x, "targets", 0.0, 1.0, lo_open=True, hi_open=True))
-    return tuple(out)
-
-
+@validated(model=MODEL, rho0=RHO0, t_max=OPTIONAL_POSITIVE, step=OPTIONAL_STEP,
+           method=OPTIONAL_METHOD, targets=TARGETS, rtol=RTOL, atol=ATOL, n_samples=N_SAMPLES,
+           seed=SEED)
 def solve_ode(model: ModelConfig, rho0: float, t_max: float | None = None,
-              step: StepSize | None = None, *, method: str | None = None,
+              step: Schedule | None = None, *, method: str | None = None,
               targets: Sequence[float] = DEFAULT_TARGETS, rtol: float = 1e-10,
               atol: float = 1e-12, n_samples: int = 20_000, seed: int = 0) -> OdeSolution:
     """Solve ``dρ/dt = (1 − ρ²) Φ'(ρ)``, ``ρ(0) = rho0``, on ``[0, t_max]``.
@@ -143,7 +135,7 @@ def solve_ode(model: ModelConfig, rho0: float, t_max: float | None = None,
     rho0 : float in [−1, 1] (``±1`` are stationary)
     t_max : float > 0, or None for ``10^4 / max|Φ'|`` (the solver stops earlier once
         ``|ρ| >= 1 − 1e-12``)
-    step : optional StepSize; then ``hitting_steps`` maps hitting times to step indices
+    step : optional schedule (any family); then ``hitting_steps`` maps hitting times to step indices
     method : "exact" | "mc" | "asymptotic" — how ``Φ'`` is computed; None (default):
         "exact" where it applies (``βσ <= 12``), else "mc"
     targets : levels of ``|ρ|`` in (0, 1) whose hitting times are reported
@@ -155,19 +147,14 @@ def solve_ode(model: ModelConfig, rho0: float, t_max: float | None = None,
     a bad method, target, step or tolerance, and when the solution needs more than
     :data:`MAX_FIELD_EVALUATIONS` evaluations of the field.
     """
-    check_model(model)
-    r0 = float(check_rho(rho0, "rho0"))
+    r0 = rho0
     method = resolve_method(model, method)
-    tg = _check_targets(targets)
-    rtol, atol = _check_tolerances(rtol, atol)
-    if step is not None:
-        check_step(step)
+    tg = targets
     dphi = dphi_interpolant(model, method, n_samples=n_samples, seed=seed)
     scale = _dphi_scale(dphi)
     flat = is_flat(dphi(np.linspace(-1.0, 1.0, 201)), phi_scale(model, method))
     if t_max is None:
         t_max = 1e4 / max(scale, 1e-300) if not flat else 1.0
-    t_max = check_real(t_max, "t_max", 0.0, lo_open=True)
 
     hits: dict[float, float] = {}
     if flat or abs(r0) == 1.0 or _stationary(dphi, np.array([r0]), scale)[0]:
@@ -215,7 +202,7 @@ def solve_ode(model: ModelConfig, rho0: float, t_max: float | None = None,
                           _dense=res.sol,
                           _dphi_end=0.0 if settled else float(dphi(np.array(sign))))
     if step is not None:
-        ks = {x: (int(step_at_time(step, h)) if np.isfinite(h) else -1) for x, h in hits.items()}
+        ks = {x: (int(step.step_at_time(h)) if np.isfinite(h) else -1) for x, h in hits.items()}
         sol = OdeSolution(**{**sol.__dict__, "step": step, "hitting_steps": ks})
     return sol
 
@@ -233,6 +220,7 @@ def _stationary(dphi, r0: np.ndarray, scale: float) -> np.ndarray:
     return np.abs(dphi(r0)) <= _STATIONARY_RTOL * max(scale, 1e-300)
 
 
+@validated(model=MODEL, rho0=RHO, method=OPTIONAL_METHOD, rtol=RTOL, atol=ATOL)
 def flow(model: ModelConfig, rho0: np.ndarray, t: np.ndarray, method: str | None = None,
          rtol: float = 1e-9, atol: float = 1e-11) -> np.ndarray:
     """ODE solutions from many starts at once: ``ρ(t_j; ρ0_i)``, shape ``(len(rho0), len(t))``.
@@ -241,10 +229,8 @@ def flow(model: ModelConfig, rho0: np.ndarray, t: np.ndarray, method: str | None
     ``z = artanh ρ`` (starts at ``±1`` stay there; a flat landscape is stationary). ``method``
     as in :func:`solve_ode`. Raises ``ConfigError`` as :func:`solve_ode`.
     """
-    check_model(model)
     method = resolve_method(model, method)
-    rtol, atol = _check_tolerances(rtol, atol)
-    r0 = np.atleast_1d(check_rho(rho0, "rho0")).astype(np.float64)
+    r0 = np.atleast_1d(rho0).astype(np.float64)
     t = np.asarray(t, dtype=np.float64)
     if t.size and not np.all(np.isfinite(t)):
         raise ConfigError("t", "must be finite times >= 0", float(t[~np.isfinite(t)].flat[0]))

@@ -19,9 +19,14 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from ..config import ModelConfig, StepSize  # noqa: E402
+from ..config import ModelConfig  # noqa: E402
 from ..plots import save_figure  # noqa: E402  (re-exported: PNG + PDF, atomic)
-from ._checks import check_model  # noqa: E402
+from ..schedules import Schedule  # noqa: E402
+from ._checks import (  # noqa: E402
+    METHOD, MODEL, N_SAMPLES, OPTIONAL_POSITIVE, OPTIONAL_STEP, RHO0, SEED, TARGETS, Integer,
+    OneOf, validated,
+)
+from ..validation import Sequence as SequenceOf  # noqa: E402
 from .fixed_points import Basins, landscape_verdict  # noqa: E402
 from .landscape import Landscape, landscape  # noqa: E402
 from .ode import DEFAULT_TARGETS, OdeSolution, solve_ode  # noqa: E402
@@ -42,6 +47,9 @@ def _title(model: ModelConfig) -> str:
     return s
 
 
+@validated(model=MODEL, methods=SequenceOf(METHOD, min_len=1), n_points=Integer(ge=3),
+           n_mc_points=Integer(ge=3), n_samples=N_SAMPLES, seed=SEED,
+           fixed_point_method=METHOD)
 def plot_landscape(model: ModelConfig, path_stem: str | Path, *,
                    methods: Sequence[str] = ("exact", "mc", "asymptotic"),
                    n_points: int = 201, n_mc_points: int = 21, n_samples: int = 20_000,
@@ -57,8 +65,7 @@ def plot_landscape(model: ModelConfig, path_stem: str | Path, *,
     basins : optional precomputed :func:`landscape_verdict` (else computed with
         ``fixed_point_method``, which also gives ``Φ`` at the markers).
 
-    Returns the PNG and PDF paths."""
-    check_model(model)
+    Returns the PNG and PDF paths. Raises ``ConfigError`` for bad input."""
     landscapes = dict(landscapes or {})
     rho = np.linspace(-1.0, 1.0, n_points)
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
@@ -115,8 +122,10 @@ def plot_landscape(model: ModelConfig, path_stem: str | Path, *,
     return save_figure(fig, path_stem)
 
 
+@validated(model=MODEL, rho0=RHO0, step=OPTIONAL_STEP, t_max=OPTIONAL_POSITIVE, targets=TARGETS,
+           band=OneOf("se", "quantile"), T=OPTIONAL_POSITIVE)
 def plot_ode(model: ModelConfig, rho0: float, path_stem: str | Path, *,
-             step: StepSize | None = None, result=None, t_max: float | None = None,
+             step: Schedule | None = None, result=None, t_max: float | None = None,
              targets: Sequence[float] = DEFAULT_TARGETS, band: str = "se",
              T: float | None = None, solution: OdeSolution | None = None) -> list[Path]:
     """``ρ(t)`` of the limiting ODE from ``rho0`` with its hitting times of ``|ρ| = targets``;
@@ -126,10 +135,7 @@ def plot_ode(model: ModelConfig, rho0: float, path_stem: str | Path, *,
     ``T`` is the horizon of the reported max gap (default: the whole simulation). With ``step``
     a secondary axis of step indices. ``solution``: an :class:`OdeSolution` from ``rho0``
     already at hand (drawn as is, with its hitting times) instead of solving again.
-    Returns the paths."""
-    check_model(model)
-    if band not in ("se", "quantile"):
-        raise ValueError(f"band: must be one of 'se', 'quantile'; got {band!r}")
+    Returns the paths. Raises ``ConfigError`` for bad input."""
     sol = solution if solution is not None else solve_ode(model, rho0, step=step,
                                                           targets=targets)
     finite = [h for h in sol.hitting_times.values() if np.isfinite(h)]

@@ -48,11 +48,12 @@ import numpy as np
 from scipy.interpolate import CubicSpline
 
 from ..config import ModelConfig
-from ..schedules import step_sizes
-from ._checks import check_choice, check_int, check_model, check_real
+from ._checks import (
+    BOOLEAN, METHOD, N_SAMPLES, OPTIONAL_MODEL, OPTIONAL_POSITIVE, POSITIVE, RESULT, SEED,
+    Integer, validated,
+)
 from .field import dphi_interpolant
 from .finite_step import drift_variance, gradient_variance, second_order_coefficient
-from .landscape import METHODS
 from .ode import flow
 
 __all__ = ["Tracking", "tracking", "SADiagnostics", "sa_diagnostics"]
@@ -93,12 +94,13 @@ def _usable(result, T: float | None) -> tuple[np.ndarray, np.ndarray, np.ndarray
     if not ok.any():
         raise ValueError("result: every run diverged, nothing to track; got 0 usable runs")
     t = np.asarray(result.ode_time, dtype=np.float64)
-    T_used = float(t[-1]) if T is None else check_real(T, "T", 0.0, lo_open=True)
+    T_used = float(t[-1]) if T is None else float(T)
     keep = t <= T_used + 1e-12 * max(1.0, T_used)
     return (np.asarray(result.alignment, dtype=np.float64)[ok][:, keep], t[keep],
             np.asarray(result.steps)[keep], np.array([T_used]))
 
 
+@validated(result=RESULT, model=OPTIONAL_MODEL, T=OPTIONAL_POSITIVE, method=METHOD, z=POSITIVE)
 def tracking(result, model: ModelConfig | None = None, T: float | None = None, *,
              method: str = "exact", z: float = 1.96) -> Tracking:
     """Largest gap over ``[0, T]`` between the simulated mean alignment of ``result`` and the ODE
@@ -107,9 +109,7 @@ def tracking(result, model: ModelConfig | None = None, T: float | None = None, *
     result : a :class:`~attnsignal.results.Result`; model : defaults to ``result.model``;
     T : horizon in ODE time (default: the whole run). Raises ``ConfigError`` for bad input.
     """
-    model = check_model(result.model if model is None else model)
-    check_choice(method, "method", METHODS)
-    z = check_real(z, "z", 0.0, lo_open=True)
+    model = result.model if model is None else model
     rho, t, steps, T_arr = _usable(result, T)
     runs = rho.shape[0]
     r0 = rho[:, 0]
@@ -171,16 +171,8 @@ class SADiagnostics:
         return float(np.mean(w[idx[-k:]]) / np.mean(w[idx[:k]]))
 
 
-def _tail_sq_sum(step, k: int) -> float:
-    """``Σ_{j>=k} η_j²`` (closed-form integral plus the Euler–Maclaurin end term)."""
-    p2 = 2.0 * step.power
-    if p2 <= 1.0:
-        return float("inf")
-    f = step.eta0 ** 2 * (1.0 + k / step.k0) ** (-p2)
-    integral = step.eta0 ** 2 * step.k0 / (p2 - 1.0) * (1.0 + k / step.k0) ** (1.0 - p2)
-    return float(integral + 0.5 * f)
-
-
+@validated(result=RESULT, model=OPTIONAL_MODEL, T=POSITIVE, method=METHOD, n_samples=N_SAMPLES,
+           seed=SEED, n_grid=Integer(ge=5), second_order=BOOLEAN)
 def sa_diagnostics(result, model: ModelConfig | None = None, *, T: float = 1.0,
                    method: str = "exact", n_samples: int = 4000, seed: int = 0,
                    n_grid: int = 41, second_order: bool = True) -> SADiagnostics:
@@ -192,10 +184,7 @@ def sa_diagnostics(result, model: ModelConfig | None = None, *, T: float = 1.0,
     too, so that ``M`` is a martingale up to ``O(η³)`` (otherwise the windows carry a bias of
     order ``η T κ_B``). Raises ``ConfigError`` for bad input.
     """
-    model = check_model(result.model if model is None else model)
-    T = check_real(T, "T", 0.0, lo_open=True)
-    check_choice(method, "method", METHODS)
-    n_grid = check_int(n_grid, "n_grid", 5)
+    model = result.model if model is None else model
     rho, t, steps, _ = _usable(result, None)
     step = result.step
     batch = int(result.run.batch)
@@ -215,8 +204,7 @@ def sa_diagnostics(result, model: ModelConfig | None = None, *, T: float = 1.0,
                                                         n_samples=n_samples, seed=seed).value)
 
     K = int(steps[-1])
-    eta_all = step_sizes(step, np.arange(max(K, 1)))
-    eta2_cum = np.concatenate([[0.0], np.cumsum(eta_all ** 2)])
+    eta_all = step.eta(np.arange(max(K, 1)))
     runs, n = rho.shape
     budget = np.zeros((runs, n))
     rbudget = np.zeros((runs, n))
@@ -231,7 +219,7 @@ def sa_diagnostics(result, model: ModelConfig | None = None, *, T: float = 1.0,
         rbudget[:, j + 1] = rbudget[:, j] + (np.clip(Ds(r_k), 0.0, None) * e2).sum(1)
         if second_order:
             bias[:, j] = (Ks(r_k) * e2).sum(1)
-    tail = _tail_sq_sum(step, K) * np.clip(Vs(rho[:, -1]), 0.0, None)
+    tail = step.tail_sq_sum(K) * np.clip(Vs(rho[:, -1]), 0.0, None)
     remaining = budget[:, -1:] - budget + tail[:, None]
 
     dt = np.diff(t)
@@ -251,6 +239,6 @@ def sa_diagnostics(result, model: ModelConfig | None = None, *, T: float = 1.0,
     with np.errstate(invalid="ignore"):
         wmean = np.where(np.all(np.isnan(W), axis=0), np.nan, np.nanmean(np.where(
             np.isnan(W), 0.0, W), axis=0))
-    return SADiagnostics(steps=steps, t=t, eta=step_sizes(step, steps), noise_budget=mean_budget,
+    return SADiagnostics(steps=steps, t=t, eta=step.eta(steps), noise_budget=mean_budget,
                          noise_remaining=remaining.mean(axis=0), martingale=M, window_max=W,
                          window_max_mean=wmean, window_sd=sd, T=T, batch=batch, update=update)

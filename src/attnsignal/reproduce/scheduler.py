@@ -1,0 +1,210 @@
+"""One task graph for the whole reproduction: a process pool shared by every experiment.
+
+Every simulation of the reproduction is a sweep (:func:`attnsignal.sweep.run_sweep`). The
+experiments run side by side in threads of the coordinating process; each hands its sweeps'
+tasks to one :class:`SharedPool`, which keeps exactly ``workers`` tasks in flight and always
+starts the *costliest* pending task first (longest-processing-time-first list scheduling, the
+classical 4/3-approximation of the best makespan). So small tasks fill the gaps that big ones
+leave, the pool's workers start (and load or compile the kernels) once instead of once per
+sweep, and the coordinator's theory, analysis and figures run while the workers simulate.
+
+Determinism: a task's result does not depend on where or when it runs (run ``r`` of grid point
+``p`` draws from ``SeedSequence(seed, spawn_key=(p, r))``), so the schedule changes timings,
+never numbers.
+
+The pool implements the sweep layer's ``Executor`` protocol (``run(tasks)`` yields
+``(task, outcome or exception)`` as tasks finish; ``close()``), and ``run`` may be called from
+several threads at once.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import json
+import multiprocessing as mp
+import os
+import queue
+import threading
+import time
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+from typing import Any, Iterator
+
+from ..sweep.tasks import Task, TaskOutcome, run_task
+
+__all__ = ["SharedPool", "task_cost", "warm_kernels"]
+
+
+#: sweeps costing at most this much (:func:`task_cost` units; about 1 % of the quick
+#: reproduction) run first
+SMALL_SWEEP_COST = 2e8
+
+#: fixed cost of one chain update (its χ² draws, stream set-up), in tokens' worth
+CHAIN_UPDATE_OVERHEAD = 32
+
+
+def task_cost(task: Task) -> float:
+    """A task's cost in arbitrary units: runs × steps × batch × the cost of one sample — for
+    the chain, ``L + 32`` (it draws O(L) normals per sample, ``d`` is only a number of
+    degrees of freedom, plus a fixed cost per update); for the other engines ``L·d``.
+
+    Only the order of the estimates matters (which task starts first)."""
+    m = task.model
+    per_sample = (m.n_tokens + CHAIN_UPDATE_OVERHEAD if task.run.engine == "chain"
+                  else m.n_tokens * m.d)
+    return float(task.runs) * task.run.steps * task.run.batch * per_sample
+
+
+def warm_kernels(engines: tuple[str, ...] = ("chain",)) -> float:
+    """Load (or compile, on a cold cache) the compiled kernels of ``engines`` by running each
+    on a toy model; returns the seconds it took."""
+    import warnings
+
+    from ..config import ModelConfig, StepSize
+    from ..simulate import simulate
+
+    t0 = time.perf_counter()
+    m = ModelConfig(d=3, n_informative=2, n_nuisance=2, theta=1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for engine in engines:
+            simulate(m, StepSize(0.05), steps=2, runs=1, engine=engine, seed=0)
+    return time.perf_counter() - t0
+
+
+def _init_worker(coordinator: int, profile_dir: str | None) -> None:
+    """Pool worker start-up: one compute thread, exit with the coordinator, load the
+    kernels before the first task (recorded under ``profile_dir`` when given)."""
+    from ..sweep.executors import _init_worker as sweep_init
+
+    sweep_init(coordinator)
+    t_cpu = time.process_time()
+    seconds = warm_kernels()
+    if profile_dir:
+        rec = {"pid": os.getpid(), "warm_seconds": seconds,
+               "warm_cpu_seconds": time.process_time() - t_cpu}
+        Path(profile_dir, f"worker-{os.getpid()}.json").write_text(json.dumps(rec))
+
+
+class SharedPool:
+    """A process pool that several sweeps share, costliest pending task first.
+
+    Parameters
+    ----------
+    workers : worker processes (default ``os.cpu_count()``).
+    profile_dir : where each worker records its kernel warm-up time (``--profile``).
+    retries : fresh pools started after a worker process dies (its unfinished tasks are
+        resubmitted; the sweep layer records them as failed after that).
+    small_sweep_cost : a sweep whose tasks cost at most this much in all (:func:`task_cost`
+        units) goes before the others.
+    """
+
+    def __init__(self, workers: int | None = None, profile_dir: str | Path | None = None,
+                 retries: int = 2, small_sweep_cost: float = SMALL_SWEEP_COST):
+        self.small_sweep_cost = small_sweep_cost
+        self.workers = workers or os.cpu_count() or 1
+        self.retries = retries
+        self.profile_dir = str(profile_dir) if profile_dir is not None else None
+        methods = mp.get_all_start_methods()
+        self._ctx = mp.get_context("forkserver" if "forkserver" in methods else "spawn")
+        self.description = f"shared local process pool, {self.workers} worker(s)"
+        self._lock = threading.Lock()
+        self._heap: list[tuple[tuple[int, float], int, Task, queue.Queue]] = []
+        self._seq = itertools.count()
+        self._inflight = 0
+        self._restarts = 0
+        self._closed = False
+        self._pool: ProcessPoolExecutor | None = None  # started by the first task
+
+    def _new_pool(self) -> ProcessPoolExecutor:
+        return ProcessPoolExecutor(max_workers=self.workers, mp_context=self._ctx,
+                                   initializer=_init_worker,
+                                   initargs=(os.getpid(), self.profile_dir))
+
+    # -- the Executor protocol -------------------------------------------------------------
+
+    def run(self, tasks: list[Task]) -> Iterator[tuple[Task, TaskOutcome | BaseException]]:
+        """Queue ``tasks`` now (costliest first among everything pending) and return an
+        iterator over ``(task, outcome or exception)`` in completion order."""
+        done: queue.Queue = queue.Queue()
+        small = int(sum(task_cost(t) for t in tasks) > self.small_sweep_cost)
+        with self._lock:
+            for t in tasks:
+                heapq.heappush(self._heap, ((small, -task_cost(t)), next(self._seq), t, done))
+            self._dispatch()
+        return (done.get() for _ in range(len(tasks)))
+
+    def close(self) -> None:
+        """Kept open: the pool outlives each sweep; :meth:`shutdown` ends it."""
+
+    def worker_cpu_seconds(self) -> float | None:
+        """CPU seconds (user + system) the live workers have used so far, from
+        ``/proc/<pid>/stat``; None where that is not readable (not Linux)."""
+        total = 0.0
+        tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+        if self._pool is None:
+            return 0.0
+        for pid in list(getattr(self._pool, "_processes", {}) or {}):
+            try:
+                with open(f"/proc/{pid}/stat") as fh:
+                    f = fh.read().rpartition(")")[2].split()
+                total += (int(f[11]) + int(f[12])) / tick
+            except (OSError, IndexError, ValueError):
+                return None
+        return total
+
+    def shutdown(self) -> None:
+        with self._lock:
+            self._closed = True
+            pending, self._heap = self._heap, []
+        for _, _, t, done in pending:
+            done.put((t, RuntimeError("the reproduction's pool was shut down")))
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+
+    # -- dispatching -----------------------------------------------------------------------
+
+    def _dispatch(self) -> None:
+        """Start pending tasks until ``workers`` are in flight (call with the lock held)."""
+        while self._heap and self._inflight < self.workers and not self._closed:
+            _, _, t, done = heapq.heappop(self._heap)
+            self._inflight += 1
+            if self._pool is None:
+                self._pool = self._new_pool()
+            try:
+                fut = self._pool.submit(run_task, t)
+            except (BrokenProcessPool, RuntimeError) as exc:
+                self._inflight -= 1
+                self._broken(t, done, exc)
+                continue
+            fut.add_done_callback(lambda f, t=t, done=done: self._finished(f, t, done))
+
+    def _finished(self, fut: Future, t: Task, done: queue.Queue) -> None:
+        try:
+            res: Any = fut.result()
+        except BrokenProcessPool as exc:
+            with self._lock:
+                self._inflight -= 1
+                self._broken(t, done, exc)
+                self._dispatch()
+            return
+        except BaseException as exc:  # reported with the task's grid point
+            res = exc
+        done.put((t, res))
+        with self._lock:
+            self._inflight -= 1
+            self._dispatch()
+
+    def _broken(self, t: Task, done: queue.Queue, exc: BaseException) -> None:
+        """A worker died: retry ``t`` on a fresh pool, up to ``retries`` fresh pools."""
+        if self._closed or self._restarts >= self.retries:
+            done.put((t, RuntimeError(f"a worker process died ({exc}); gave up after "
+                                      f"{self.retries} pool restart(s)")))
+            return
+        if getattr(self._pool, "_broken", False):
+            self._restarts += 1
+            old, self._pool = self._pool, self._new_pool()
+            threading.Thread(target=old.shutdown, kwargs={"wait": False}, daemon=True).start()
+        heapq.heappush(self._heap, ((0, -task_cost(t)), next(self._seq), t, done))

@@ -1,0 +1,66 @@
+"""The reproduction's shared pool: small sweeps first, then the costliest task; and the
+frames do not depend on it (same bits as the serial executor)."""
+
+from __future__ import annotations
+
+import threading
+
+import pandas as pd
+
+from attnsignal.config import ModelConfig, StepSize
+from attnsignal.reproduce.context import sweep_spec
+from attnsignal.reproduce.scheduler import SharedPool, task_cost
+from attnsignal.sweep import SweepSpec, load_sweep, run_sweep
+from attnsignal.sweep.tasks import plan_tasks
+
+
+def _tasks(tmp_path, name, *, runs, steps, n_nuisance):
+    spec = SweepSpec.from_dict(sweep_spec(
+        ModelConfig(d=5, n_informative=2, n_nuisance=n_nuisance, theta=1.0), StepSize(0.05),
+        seed=1, runs=runs, steps=steps))
+    return plan_tasks(spec, tmp_path / name, chunk_runs=1)
+
+
+def test_small_sweeps_go_first_then_the_costliest_task(tmp_path):
+    pool = SharedPool(workers=1, small_sweep_cost=1e4)
+    pool._inflight = pool.workers  # hold dispatching: inspect the queue's order only
+    big = _tasks(tmp_path, "big", runs=3, steps=1000, n_nuisance=10)
+    bigger = _tasks(tmp_path, "bigger", runs=2, steps=1000, n_nuisance=100)
+    small = _tasks(tmp_path, "small", runs=2, steps=10, n_nuisance=1)
+    assert sum(map(task_cost, small)) <= 1e4 < sum(map(task_cost, big))
+    for ts in (big, small, bigger):
+        pool.run(ts)
+    order = []
+    while pool._heap:
+        import heapq
+
+        order.append(heapq.heappop(pool._heap)[2])
+    assert order[:2] == small
+    costs = [task_cost(t) for t in order[2:]]
+    assert costs == sorted(costs, reverse=True) and order[2] in bigger
+    pool.shutdown()
+
+
+def test_sweeps_sharing_the_pool_give_the_serial_executors_bits(tmp_path):
+    specs = {
+        "a": sweep_spec(ModelConfig(d=6, n_informative=3, n_nuisance=20, theta=1.0),
+                        StepSize(0.05), seed=3, runs=5, steps=200,
+                        grid={"model.theta": [0.5, 1.0]}),
+        "b": sweep_spec(ModelConfig(d=4, n_informative=2, n_nuisance=2, theta=2.0),
+                        StepSize(0.02), seed=4, runs=7, steps=300, initial_alignment=0.1),
+    }
+    pool = SharedPool(workers=2)
+    try:
+        threads = [threading.Thread(target=run_sweep, args=(s, tmp_path / f"pool-{n}"),
+                                    kwargs={"executor": pool, "progress": False})
+                   for n, s in specs.items()]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+    finally:
+        pool.shutdown()
+    for n, s in specs.items():
+        run_sweep(s, tmp_path / f"serial-{n}", executor="serial", progress=False)
+        pd.testing.assert_frame_equal(load_sweep(tmp_path / f"pool-{n}"),
+                                      load_sweep(tmp_path / f"serial-{n}"))
