@@ -11,10 +11,12 @@ Modules (one concept each):
 ``reduced``        a vectorised reduced-coordinate gradient sampler (DESIGN §2.1)
 ``finite_step``    Monte-Carlo drift and variance, the ``O(η²)`` correction, constant-step
                    plateau, samples needed to reach a target alignment
+``effective``      the law of ``ρ_k`` at finite step and dimension (:func:`effective_dynamics`)
 ``tracking``       simulation vs ODE, stochastic-approximation diagnostics
 ``plots``          figures (PNG + PDF)
 """
 
+from .effective import EffectiveDynamics, effective_dynamics, one_step_moments
 from .field import dphi_interpolant, vector_field
 from .finite_step import (
     MonteCarloEstimate,
@@ -65,6 +67,9 @@ __all__ = [
     "SamplesToReach",
     "samples_to_reach",
     "Tracking",
+    "EffectiveDynamics",
+    "effective_dynamics",
+    "one_step_moments",
     "tracking",
     "SADiagnostics",
     "sa_diagnostics",
