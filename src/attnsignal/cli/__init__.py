@@ -48,7 +48,7 @@ class UsageFailure(Exception):
 
 def _register() -> None:
     from . import run  # noqa: F401
-    for name in ("theory", "sweep", "reproduce", "bench", "baseline"):
+    for name in ("theory", "sweep", "reproduce", "bench", "baseline", "advise"):
         try:
             __import__(f"{__name__}.{name}")
         except ModuleNotFoundError as exc:  # a command module not present in this build
