@@ -106,7 +106,7 @@ class ModelConfig(Config):
         "theta": Real(ge=0.0, doc="signal strength θ"),
         "beta": Real(gt=0.0, doc="inverse temperature β"),
         "noise_std": Real(gt=0.0, doc="token noise σ"),
-        "signal_sign": OneOf(*SIGNAL_SIGNS, doc="'fixed' (+θξ) or 'random' (±θξ per sample)"),
+        "signal_sign": OneOf(*SIGNAL_SIGNS, doc="sign of the signal: +θξ, or ±θξ drawn per sample"),
     }
 
     @property

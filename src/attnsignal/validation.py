@@ -161,7 +161,11 @@ class Constraint:
     def summary(self) -> str:
         """Short form for help texts: ``integer >= 2``."""
         d = self.describe()
-        return d[len("must be "):] if d.startswith("must be ") else d
+        d = d[len("must be "):] if d.startswith("must be ") else d
+        for article in ("a ", "an "):
+            if d.startswith(article):
+                return d[len(article):]
+        return d
 
     def metavar(self) -> str:
         return "VALUE"

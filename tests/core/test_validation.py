@@ -313,3 +313,43 @@ def test_linear_records_are_unchanged_and_a_list_or_log_records_the_same_run():
     np.testing.assert_array_equal(lg.alignment, a.alignment[:, lg.steps])
     assert lg.run.record == "log" and lg.run.record_every is None
     assert asg.RunConfig(steps=5, record="linear").record is None
+
+
+# --------------------------------------------------------------------------- command line
+
+
+def test_version_flag_prints_the_version(capsys):
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"attnsignal {asg.__version__}"
+
+
+@pytest.mark.parametrize("toml, flag, expected", [
+    ("[model]\ntheta = -1.0\n", ["--theta", "1"], "model.theta: must be a finite number >= 0"),
+    ("[run]\nsteps = 0\n", ["--steps", "3"], "run.steps: must be an integer >= 1"),
+    ("[step]\npower = -2\n", ["--power", "0.75"], "step.power: must be a finite number >= 0"),
+])
+def test_a_bad_config_value_is_rejected_even_when_a_flag_overrides_it(toml, flag, expected,
+                                                                      tmp_path, capsys):
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(toml)
+    out = tmp_path / "o"
+    assert main(["run", "--config", str(cfg), *flag, "--steps", "2", "--out", str(out)]
+                if "--steps" not in flag else
+                ["run", "--config", str(cfg), *flag, "--out", str(out)]) == 2
+    lines = [l for l in capsys.readouterr().err.splitlines() if l.strip()]
+    assert len(lines) == 1 and expected in lines[0], lines
+    assert not out.exists()
+
+
+def test_run_records_log_spaced_or_listed_steps_from_the_command_line(tmp_path):
+    import json
+
+    base = ["run", "--d", "5", "--n-informative", "2", "--n-nuisance", "3", "--steps", "500",
+            "--runs", "2", "--engine", "chain", "--quiet", "--no-plot"]
+    assert main([*base, "--record", "log", "--out", str(tmp_path / "a")]) == 0
+    res = asg.Result.load(tmp_path / "a")
+    assert res.steps[0] == 0 and res.steps[-1] == 500 and res.steps.size == 200
+    assert json.loads((tmp_path / "a" / "manifest.json").read_text())["run"]["record"] == "log"
+    assert main([*base, "--record", "10,100", "--out", str(tmp_path / "b")]) == 0
+    assert asg.Result.load(tmp_path / "b").steps.tolist() == [0, 10, 100, 500]
+    assert main([*base, "--record", "10,x", "--out", str(tmp_path / "c")]) == 2

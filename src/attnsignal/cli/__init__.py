@@ -30,16 +30,20 @@ app = typer.Typer(
 )
 
 
-@app.callback()
-def _root(
-    version: bool = typer.Option(False, "--version", help="print the version and exit"),
-) -> None:
-    """Softmax attention discovering a hidden signal."""
-    if version:
+def _print_version(value: bool) -> None:
+    if value:
         from .._version import __version__
 
         print(f"attnsignal {__version__}")
         raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
+                                 help="print the version and exit"),
+) -> None:
+    """Softmax attention discovering a hidden signal."""
 
 
 class UsageFailure(Exception):
@@ -47,13 +51,8 @@ class UsageFailure(Exception):
 
 
 def _register() -> None:
-    from . import run  # noqa: F401
-    for name in ("theory", "sweep", "reproduce", "bench", "baseline", "advise"):
-        try:
-            __import__(f"{__name__}.{name}")
-        except ModuleNotFoundError as exc:  # a command module not present in this build
-            if exc.name != f"{__name__}.{name}":
-                raise
+    """Import the command modules (each registers its commands on ``app``)."""
+    from . import advise, baseline, bench, reproduce, run, sweep, theory  # noqa: F401
 
 
 #: Options whose value is a path: an empty value is refused before click sees it.

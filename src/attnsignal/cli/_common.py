@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 import tomllib
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Optional, Sequence
 
 from rich.console import Console
 from rich.progress import (
@@ -19,53 +21,87 @@ from rich.progress import (
 )
 
 from ..config import ConfigError, ModelConfig, RunConfig
-from ..engines import engine_names
 from ..schedules import SCHEDULES, Schedule, StepSize, schedule_from_dict
-from ..validation import check_keys, parse_text
+from ..validation import Constraint, check_keys, parse_text
 from . import UsageFailure
 
 console = Console(stderr=True)
 out = Console()
 
-MODEL_KEYS = ("d", "n_informative", "n_nuisance", "theta", "beta", "noise_std", "signal_sign")
-STEP_KEYS = ("eta0", "k0", "power")
-RUN_KEYS = ("steps", "runs", "batch", "engine", "update", "seed", "record_every", "initial_alignment")
+#: Every config field that can be a flag, with its constraint (help text, metavar and parsing
+#: come from the constraint: nothing is typed twice). The power family's fields stand for
+#: ``[step]``; other families come from a ``--config`` file.
+FIELD_TABLE: dict[str, Constraint] = {**ModelConfig._table, **StepSize._table, **RunConfig._table}
+#: Field groups, in flag order.
+MODEL_FIELDS = tuple(ModelConfig.field_names())
+STEP_FIELDS = tuple(StepSize.field_names())
+RUN_FIELDS = tuple(n for n in RunConfig.field_names() if n != "method")
 
-#: Help of every model, step and run flag (named after its field), shared by the sub-commands.
-FIELD_HELP = {
-    "d": "ambient dimension d (integer >= 2)",
-    "n_informative": "informative tokens R (integer >= 1)",
-    "n_nuisance": "nuisance tokens N (integer >= 0)",
-    "theta": "signal strength θ (>= 0)",
-    "beta": "inverse temperature β (> 0)",
-    "noise_std": "token noise σ (> 0)",
-    "signal_sign": "'fixed' (+θξ) or 'random' (±θξ per sample)",
-    "eta0": "step size η0 in η_k = η0 (1 + k/k0)^(−power) (> 0)",
-    "k0": "k0 of the schedule (> 0)",
-    "power": "decay power (>= 0; Robbins–Monro iff in (1/2, 1])",
-    "steps": "SGA updates per run (integer >= 1)",
-    "runs": "independent runs (integer >= 1)",
-    "batch": "minibatch size B (integer >= 1)",
-    "engine": ", ".join(f"'{n}'" for n in engine_names()[:-1]) + f" or '{engine_names()[-1]}'",
-    "update": "'projected' or 'riemannian'",
-    "seed": "root seed (integer >= 0)",
-    "record_every": "record every this many steps (integer >= 1; default: about 200 records)",
-    "initial_alignment": "start with ρ0 = this (in [−1, 1]); default: q0 uniform on the sphere",
-}
+
+def field_help(name: str) -> str:
+    """A flag's help: its field's meaning and allowed values (``ambient dimension d (integer
+    >= 2)``)."""
+    return FIELD_TABLE[name].help()
 
 
 def field_option(name: str, default: Any, help_: str | None = None) -> Any:
     """The ``--name`` option of a config field: text (so that the configs' validator, not click,
-    words every rejection) with a metavar saying what the text must be, and ``default`` in the
-    help unless it is None (then the help says what happens)."""
+    words every rejection) with the constraint's metavar, and ``default`` in the help unless it
+    is None. ``help_`` replaces the field's own help where a command gives it another meaning."""
     import typer
 
-    help_ = help_ or FIELD_HELP[name]
-    metavar = ("INT" if "integer" in help_ else
-               "NAME" if isinstance(default, str) else "NUMBER")
+    c = FIELD_TABLE.get(name)
+    help_ = help_ or field_help(name)
+    metavar = c.metavar() if c is not None else "VALUE"
     text = help_ if default is None else f"{help_} (default: {default})"
     return typer.Option(None, f"--{name.replace('_', '-')}", help=text, metavar=metavar,
                         show_default=False)
+
+
+def option(flag: str, constraint: Constraint, default: Any, help_: str | None = None) -> Any:
+    """A command-only option (not a config field) checked by ``constraint``: read it with
+    :func:`option_value`."""
+    import typer
+
+    text = help_ or constraint.help()
+    return typer.Option(None, flag, help=f"{text} (default: {default})", show_default=False,
+                        metavar=constraint.metavar())
+
+
+def option_value(text: str | None, field: str, constraint: Constraint, default: Any) -> Any:
+    """The value of a command-only option: ``default`` when not given, else the text parsed and
+    checked by ``constraint`` (ConfigError naming ``field``)."""
+    return default if text is None else constraint.check(field, constraint.parse(text))
+
+
+def config_options(names: Sequence[str], defaults: Mapping[str, Any],
+                   helps: Mapping[str, str] | None = None) -> Callable[[Callable], Callable]:
+    """Decorator of a command ``fn(flags, **own_options)``: adds one ``--field`` option per name
+    in ``names`` (help, metavar and parsing from the field's constraint, default from
+    ``defaults``, help replaced by ``helps[name]``) before the command's own options, and
+    passes the given values as the dict ``flags`` (None where a flag is not given)."""
+    helps = dict(helps or {})
+
+    def wrap(fn: Callable) -> Callable:
+        own = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY)
+               for p in inspect.signature(fn, eval_str=True).parameters.values()
+               if p.name != "flags"]
+        gen = [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, annotation=Optional[str],
+                                 default=field_option(n, defaults.get(n), helps.get(n)))
+               for n in names]
+
+        @functools.wraps(fn)
+        def command(**kwargs: Any) -> Any:
+            flags = {n: kwargs.pop(n) for n in names}
+            return fn(flags, **kwargs)
+
+        params = gen + own
+        command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+        command.__annotations__ = {p.name: p.annotation for p in params}
+        del command.__wrapped__  # typer must see the generated signature
+        return command
+
+    return wrap
 
 
 #: A command-line value as the validator should see it (see :func:`attnsignal.validation.parse_text`).

@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import warnings
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 import typer
 from rich.table import Table
 
-from ..config import NotRobbinsMonroWarning
+from ..config import NotRobbinsMonroWarning, RunConfig
+from ..engines import get_engine
 from ..simulate import DivergenceWarning, simulate
 from . import app
-from ._common import build_configs, console, field_option, fmt, out, progress_bar
+from ._common import (
+    MODEL_FIELDS, RUN_FIELDS, STEP_FIELDS, build_configs, config_options, console, fmt, out,
+    progress_bar,
+)
 
 #: Defaults of a bare ``attnsignal run``: about 15 s on 2 cores, and every run ends with
 #: |ρ| ≈ 0.95 (strong signal, short context — the weak-signal regime is ``reproduce``'s).
@@ -35,33 +39,14 @@ RUN_DEFAULTS = {
     "seed": 0,
     "record_every": None,
     "initial_alignment": None,
+    "record": None,
 }
 
 
-def _opt(name: str) -> Any:
-    return field_option(name, RUN_DEFAULTS[name])
-
-
 @app.command("run")
+@config_options(MODEL_FIELDS + STEP_FIELDS + RUN_FIELDS, RUN_DEFAULTS)
 def run_cmd(
-    d: Optional[str] = _opt("d"),
-    n_informative: Optional[str] = _opt("n_informative"),
-    n_nuisance: Optional[str] = _opt("n_nuisance"),
-    theta: Optional[str] = _opt("theta"),
-    beta: Optional[str] = _opt("beta"),
-    noise_std: Optional[str] = _opt("noise_std"),
-    signal_sign: Optional[str] = _opt("signal_sign"),
-    eta0: Optional[str] = _opt("eta0"),
-    k0: Optional[str] = _opt("k0"),
-    power: Optional[str] = _opt("power"),
-    steps: Optional[str] = _opt("steps"),
-    runs: Optional[str] = _opt("runs"),
-    batch: Optional[str] = _opt("batch"),
-    engine: Optional[str] = _opt("engine"),
-    update: Optional[str] = _opt("update"),
-    seed: Optional[str] = _opt("seed"),
-    record_every: Optional[str] = _opt("record_every"),
-    initial_alignment: Optional[str] = _opt("initial_alignment"),
+    flags: dict,
     config: Optional[Path] = typer.Option(None, "--config", help="TOML file with \\[model], \\[step], \\[run] tables; flags override it"),
     out_dir: Path = typer.Option(Path("results/run"), "--out", help="results directory (Parquet, manifest.json, figure)"),
     plot: bool = typer.Option(True, "--plot/--no-plot", help="write alignment.png and alignment.pdf"),
@@ -72,13 +57,8 @@ def run_cmd(
     Prints a summary (mean ± sd of final |ρ|, fraction of runs at +ξ, mean informative mass)
     and writes the result (OUT/manifest.json naming OUT/result.<hash>.parquet) and OUT/alignment.{png,pdf}.
     """
-    flags = dict(
-        d=d, n_informative=n_informative, n_nuisance=n_nuisance, theta=theta, beta=beta,
-        noise_std=noise_std, signal_sign=signal_sign, eta0=eta0, k0=k0, power=power,
-        steps=steps, runs=runs, batch=batch, engine=engine, update=update, seed=seed,
-        record_every=record_every, initial_alignment=initial_alignment,
-    )
     model, step, run = build_configs(flags, config, RUN_DEFAULTS)
+    get_engine(run["engine"]).check(model, RunConfig(**run))  # before the progress bar
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", NotRobbinsMonroWarning)
         warnings.simplefilter("always", DivergenceWarning)

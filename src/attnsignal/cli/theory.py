@@ -19,17 +19,19 @@ from __future__ import annotations
 import math
 import warnings
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 import numpy as np
 import pandas as pd
 import typer
 from rich.table import Table
 
-from ..config import ConfigError, NotRobbinsMonroWarning
+from ..config import NotRobbinsMonroWarning
+from ..validation import Integer, OneOf, Real, Sequence
 from . import UsageFailure, app
 from ._common import (
-    build_configs, console, field_option, fmt, load_toml, out, parse_value, progress_bar,
+    MODEL_FIELDS, STEP_FIELDS, build_configs, config_options, console, fmt, load_toml, option,
+    option_value, out, progress_bar,
 )
 from .run import RUN_DEFAULTS
 
@@ -44,64 +46,36 @@ STEP_DEFAULTS = {"eta0": 0.001, "k0": 2000.0, "power": 0.75}
 #: ``--rho0`` default. ``ρ0 = 0`` is a fixed point of the ODE when the landscape is even
 #: (``signal_sign = "random"``), and ``ρ0 ≈ 1/√d`` is the typical alignment of a random start.
 RHO0_DEFAULT = 0.05
-TARGETS = (0.9, 0.99, 0.9965)
-_METHODS = ("exact", "mc", "asymptotic")
 _K_UNREACHABLE = 10 ** 12  # step_at_time returns k_max + 1 when t is never reached
 _MAX_AUTO_STEPS = 5_000_000
 
-_H = "(default: {})"
+
+def _theory_methods() -> tuple[str, ...]:
+    from ..theory import METHODS  # the theory layer (scipy) loads only when a command runs
+
+    return METHODS
 
 
-def _mopt(name: str, help_: str | None = None) -> Any:
-    return field_option(name, {**MODEL_DEFAULTS, **STEP_DEFAULTS}[name], help_)
+def _targets() -> tuple[float, ...]:
+    from ..theory.ode import DEFAULT_TARGETS
+
+    return DEFAULT_TARGETS
 
 
-def _opt(flag: str, help_: str, default: Any):
-    return typer.Option(None, flag, help=f"{help_} {_H.format(default)}", show_default=False)
-
-
-# --------------------------------------------------------------------------- value checks
-# CLI-only values arrive as strings and go through parse_value, so "--points 2.5" is rejected
-# with the field's allowed range, like the model's values.
-
-
-def _int(text: str | None, field: str, lo: int, default: int) -> int:
-    v = default if text is None else parse_value(text)
-    if not isinstance(v, int) or isinstance(v, bool) or v < lo:
-        raise ConfigError(field, f"must be an integer >= {lo}", v)
-    return int(v)
-
-
-def _real(text: str | None, field: str, default: float | None, lo: float | None = None,
-          hi: float | None = None, lo_open: bool = False) -> float | None:
-    v = default if text is None else parse_value(text)
-    if v is None:
-        return None
-    ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-    if ok and lo is not None:
-        ok = v > lo if lo_open else v >= lo
-    if ok and hi is not None:
-        ok = v <= hi
-    if not ok:
-        if lo is not None and hi is not None:
-            allowed = f"must be a number in [{lo:g}, {hi:g}]"
-        elif lo is not None:
-            allowed = f"must be a finite number {'>' if lo_open else '>='} {lo:g}"
-        else:
-            allowed = "must be a finite number"
-        raise ConfigError(field, allowed, v)
-    return float(v)
+# CLI-only values: parsed and checked by their constraint (``--points 2.5`` is rejected with
+# the allowed range, like the model's values).
+_POINTS = Integer(ge=3)
+_MC_SAMPLES = Integer(ge=2)
+_SEED = Integer(ge=0)
+_METHODS = Sequence(OneOf(_theory_methods), min_len=1,
+                    what="a comma-separated list of 'exact', 'mc', 'asymptotic'")
+_RHO0 = Real(ge=-1.0, le=1.0)
+_T_MAX = Real(gt=0.0)
 
 
 def _methods(text: str | None) -> list[str]:
-    if text is None:
-        return list(_METHODS)
-    got = [m.strip() for m in text.split(",") if m.strip()]
-    bad = [m for m in got if m not in _METHODS]
-    if not got or bad:
-        raise ConfigError("methods", "must be a comma-separated list of "
-                          + ", ".join(repr(m) for m in _METHODS), bad[0] if bad else text)
-    return [m for m in _METHODS if m in got]  # canonical order, no duplicates
+    got = option_value(text, "methods", _METHODS, _theory_methods())
+    return [m for m in _theory_methods() if m in got]  # canonical order, no duplicates
 
 
 def _write_parquet(frame: pd.DataFrame, path: Path) -> Path:
@@ -164,19 +138,15 @@ def _model_line(model) -> str:
 
 
 @app.command("landscape")
+@config_options(MODEL_FIELDS, MODEL_DEFAULTS,
+                {"beta": "inverse temperature β (> 0; method 'exact' needs βσ <= 12)"})
 def landscape_cmd(
-    d: Optional[str] = _mopt("d"),
-    n_informative: Optional[str] = _mopt("n_informative"),
-    n_nuisance: Optional[str] = _mopt("n_nuisance"),
-    theta: Optional[str] = _mopt("theta"),
-    beta: Optional[str] = _mopt("beta", "inverse temperature β (> 0; method 'exact' needs βσ <= 12)"),
-    noise_std: Optional[str] = _mopt("noise_std"),
-    signal_sign: Optional[str] = _mopt("signal_sign"),
-    points: Optional[str] = _opt("--points", "grid points on [−1, 1] for 'exact' and 'asymptotic' (integer >= 3)", 201),
-    methods: Optional[str] = _opt("--methods", "comma-separated subset of exact, mc, asymptotic", "exact,mc,asymptotic"),
-    mc_samples: Optional[str] = _opt("--mc-samples", "Monte-Carlo draws, shared by every grid point (integer >= 2)", 20000),
-    mc_points: Optional[str] = _opt("--mc-points", "Monte-Carlo grid points, a subgrid of --points (integer >= 3)", 21),
-    seed: Optional[str] = _opt("--seed", "seed of the Monte-Carlo draws (integer >= 0)", 0),
+    flags: dict,
+    points: Optional[str] = option("--points", _POINTS, 201, "grid points on [−1, 1] for 'exact' and 'asymptotic' (integer >= 3)"),
+    methods: Optional[str] = option("--methods", _METHODS, "exact,mc,asymptotic", "comma-separated subset of exact, mc, asymptotic"),
+    mc_samples: Optional[str] = option("--mc-samples", _MC_SAMPLES, 20000, "Monte-Carlo draws, shared by every grid point (integer >= 2)"),
+    mc_points: Optional[str] = option("--mc-points", _POINTS, 21, "Monte-Carlo grid points, a subgrid of --points (integer >= 3)"),
+    seed: Optional[str] = option("--seed", _SEED, 0, "seed of the Monte-Carlo draws (integer >= 0)"),
     config: Optional[Path] = typer.Option(None, "--config", help="TOML file with a \\[model] table; flags override it"),
     out_dir: Path = typer.Option(Path("results/landscape"), "--out", help="output directory (landscape.parquet, landscape.png, landscape.pdf)"),
     plot: bool = typer.Option(True, "--plot/--no-plot", help="write landscape.png and landscape.pdf"),
@@ -193,19 +163,13 @@ def landscape_cmd(
     from ..theory.asymptotic import asymptotic_reliability
     from ..theory.plots import plot_landscape
 
-    flags = dict(d=d, n_informative=n_informative, n_nuisance=n_nuisance, theta=theta,
-                 beta=beta, noise_std=noise_std, signal_sign=signal_sign)
-    if config is not None:
-        extra = set(load_toml(config)) - {"model"}
-        if extra:
-            raise ConfigError(sorted(extra)[0], "unknown table for 'landscape'; allowed: [model]",
-                              sorted(extra)[0])
-    model, _, _ = build_configs(flags, config, {**MODEL_DEFAULTS, **STEP_DEFAULTS, "steps": 1})
-    n_points = _int(points, "points", 3, 201)
+    model, _, _ = build_configs(flags, config, {**MODEL_DEFAULTS, **STEP_DEFAULTS, "steps": 1},
+                                tables=("model",))
+    n_points = option_value(points, "points", _POINTS, 201)
     meths = _methods(methods)
-    n_samples = _int(mc_samples, "mc_samples", 2, 20_000)
-    n_mc = _int(mc_points, "mc_points", 3, 21)
-    seed_v = _int(seed, "seed", 0, 0)
+    n_samples = option_value(mc_samples, "mc_samples", _MC_SAMPLES, 20_000)
+    n_mc = option_value(mc_points, "mc_points", _POINTS, 21)
+    seed_v = option_value(seed, "seed", _SEED, 0)
 
     for m in meths:  # fail fast (one line, before any progress bar) on a method's own limits
         landscape(model, np.zeros(1), m, n_samples=2, seed=seed_v)
@@ -272,23 +236,18 @@ def landscape_cmd(
 
 
 @app.command("ode")
+@config_options(MODEL_FIELDS + STEP_FIELDS + ("runs", "steps", "seed"),
+                {**MODEL_DEFAULTS, **STEP_DEFAULTS, "runs": 30, "seed": 0,
+                 "steps": "the step index of t-max"},
+                {"beta": "inverse temperature β (> 0, βσ <= 12)",
+                 "runs": "--compare: independent runs (integer >= 1)",
+                 "steps": "--compare: SGA updates per run (integer >= 1)",
+                 "seed": "--compare: root seed (integer >= 0)"})
 def ode_cmd(
-    d: Optional[str] = _mopt("d"),
-    n_informative: Optional[str] = _mopt("n_informative"),
-    n_nuisance: Optional[str] = _mopt("n_nuisance"),
-    theta: Optional[str] = _mopt("theta"),
-    beta: Optional[str] = _mopt("beta", "inverse temperature β (> 0, βσ <= 12)"),
-    noise_std: Optional[str] = _mopt("noise_std"),
-    signal_sign: Optional[str] = _mopt("signal_sign"),
-    eta0: Optional[str] = _mopt("eta0"),
-    k0: Optional[str] = _mopt("k0"),
-    power: Optional[str] = _mopt("power"),
-    rho0: Optional[str] = _opt("--rho0", "initial alignment ρ0 in [−1, 1] (0 is a fixed point when the landscape is even, e.g. --signal-sign random)", RHO0_DEFAULT),
-    t_max: Optional[str] = _opt("--t-max", "ODE time horizon (> 0)", "1.25 × the last hitting time"),
+    flags: dict,
+    rho0: Optional[str] = option("--rho0", _RHO0, RHO0_DEFAULT, "initial alignment ρ0 in [−1, 1] (0 is a fixed point when the landscape is even, e.g. --signal-sign random)"),
+    t_max: Optional[str] = option("--t-max", _T_MAX, "1.25 × the last hitting time", "ODE time horizon (> 0)"),
     compare: bool = typer.Option(False, "--compare", help="also simulate with the chain engine from ρ0 and overlay the mean and 10–90 % band"),
-    runs: Optional[str] = _opt("--runs", "--compare: independent runs (integer >= 1)", 30),
-    steps: Optional[str] = _opt("--steps", "--compare: SGA updates per run (integer >= 1)", "the step index of t-max"),
-    seed: Optional[str] = _opt("--seed", "--compare: root seed (integer >= 0)", 0),
     config: Optional[Path] = typer.Option(None, "--config", help="TOML file with \\[model], \\[step], \\[run] tables; flags override it (\\[run] initial_alignment is the default ρ0)"),
     out_dir: Path = typer.Option(Path("results/ode"), "--out", help="output directory (trajectory.parquet, ode.png, ode.pdf; with --compare also compare.parquet and simulation/)"),
     plot: bool = typer.Option(True, "--plot/--no-plot", help="write ode.png and ode.pdf"),
@@ -302,14 +261,11 @@ def ode_cmd(
     their mean and 10–90 % band, prints the max gap to the ODE and writes OUT/compare.parquet
     and OUT/simulation/.
     """
-    from ..schedules import step_at_time
     from ..simulate import DivergenceWarning, simulate
     from ..theory import OdeSolution, landscape_verdict, solve_ode, tracking, vector_field
     from ..theory.plots import plot_ode
 
-    flags = dict(d=d, n_informative=n_informative, n_nuisance=n_nuisance, theta=theta,
-                 beta=beta, noise_std=noise_std, signal_sign=signal_sign, eta0=eta0, k0=k0,
-                 power=power, runs=runs, seed=seed, steps=steps)
+    TARGETS = _targets()
     file_run = {}
     if config is not None:
         file_run = load_toml(config).get("run", {})
@@ -317,14 +273,14 @@ def ode_cmd(
     defaults = {**MODEL_DEFAULTS, **STEP_DEFAULTS, "steps": 1, "runs": 30, "seed": 0,
                 "engine": "chain"}
     model, step, run = build_configs(flags, config, defaults)
-    steps_given = steps is not None or "steps" in file_run
+    steps_given = flags["steps"] is not None or "steps" in file_run
     if rho0 is not None:
-        r0 = _real(rho0, "rho0", None, -1.0, 1.0)
+        r0 = option_value(rho0, "rho0", _RHO0, None)
     elif run.get("initial_alignment") is not None:
         r0 = float(run["initial_alignment"])
     else:
         r0 = RHO0_DEFAULT
-    tmax = _real(t_max, "t_max", None, 0.0, lo_open=True)
+    tmax = option_value(t_max, "t_max", _T_MAX, None)
 
     basins = landscape_verdict(model)
     # An exact interior fixed point (e.g. ρ0 = 0 with --signal-sign random, where Φ' is odd)
@@ -349,12 +305,12 @@ def ode_cmd(
         t_win = t_win if stationary else min(sol.t_end, t_win)
 
     if compare and not steps_given:  # before anything is written
-        k_win = int(step_at_time(step, t_win))
+        k_win = int(step.step_at_time(t_win))
         if k_win > _K_UNREACHABLE:
             raise UsageFailure(
-                f"steps: the schedule's total ODE time Σ η_k is below t = {t_win:.4g} "
-                f"(power > 1), so no number of steps reaches it; pass --steps or a smaller "
-                f"--t-max; got power = {step.power:g}")
+                f"steps: the schedule does not reach ODE time t = {t_win:.4g} within "
+                f"{_K_UNREACHABLE:.0e} steps (Σ η_k converges below it, or the field is so weak "
+                f"that t is huge); pass --steps or a smaller --t-max; got {step.describe()}")
         if k_win > _MAX_AUTO_STEPS:
             raise UsageFailure(
                 f"steps: the schedule needs {k_win:,} steps to reach t = {t_win:.4g} (more "
@@ -362,7 +318,7 @@ def ode_cmd(
         run["steps"] = max(k_win, 1)
 
     t_grid = np.linspace(0.0, t_win, 601)
-    traj = pd.DataFrame({"t": t_grid, "step": np.asarray(step_at_time(step, t_grid)),
+    traj = pd.DataFrame({"t": t_grid, "step": np.asarray(step.step_at_time(t_grid)),
                          "rho": sol(t_grid)})
     _write_parquet(traj, out_dir / "trajectory.parquet")
 
