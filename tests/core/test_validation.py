@@ -128,7 +128,7 @@ def test_cli_rejects_bad_config_file(tmp_path, capsys):
     assert "d: must be an integer >= 2; got 1" in capsys.readouterr().err
     cfg.write_text("[model\n")
     assert main(["run", "--config", str(cfg)]) == 2
-    assert "config: not valid TOML" in capsys.readouterr().err
+    assert "config: must be valid TOML" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("toml,expected", [
