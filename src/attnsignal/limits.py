@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from .config import ConfigError
+from .validation import ConfigError
 
 __all__ = [
     "MAX_WORK",

@@ -16,7 +16,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from .config import ConfigError
+from .validation import ConfigError
 
 __all__ = ["check_output_dir", "check_output_file", "read_toml"]
 

@@ -45,7 +45,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 import pandas as pd
 
-from .config import ConfigError
+from .validation import ConfigError
 from .paths import check_output_dir
 
 __all__ = [

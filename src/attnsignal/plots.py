@@ -12,10 +12,20 @@ from .results import Result, atomic_write
 __all__ = ["save_figure", "plot_run", "band"]
 
 
-def _plt():
-    import matplotlib
+def use_agg_unless_pyplot_is_loaded() -> None:
+    """Select the Agg backend — unless pyplot is already loaded: then the user (a notebook's
+    inline backend, an interactive session) chose one, and switching it would silently stop
+    their figures from showing."""
+    import sys
 
-    matplotlib.use("Agg", force=False)
+    if "matplotlib.pyplot" not in sys.modules:
+        import matplotlib
+
+        matplotlib.use("Agg", force=False)
+
+
+def _plt():
+    use_agg_unless_pyplot_is_loaded()
     import matplotlib.pyplot as plt
 
     return plt

@@ -21,11 +21,14 @@ from typing import Any
 
 import numpy as np
 
+from .limits import check_memory
 from .validation import ConfigError, Constraint, Integer, OneOf, Optional, Sequence
 
 __all__ = ["record_steps", "check_records", "n_records", "RECORD", "RECORD_KINDS",
            "LOG_RECORDS", "DEFAULT_RECORDS", "RecordChoice"]
 
+#: Largest step index a record can hold (int64, with room for k + 1): the engines' limit too.
+MAX_RECORD_STEP = 2 ** 62
 #: Records of the default linear choice (``record_every = max(1, steps // 200)``).
 DEFAULT_RECORDS = 200
 #: Target number of log-spaced records.
@@ -117,9 +120,12 @@ def record_steps(steps: int, record_every: int | None = None, record: Any = None
     index beyond ``steps``.
     """
     record = check_records(steps, record_every, record)
-    steps = int(steps)
+    steps = Integer(ge=1, le=MAX_RECORD_STEP).check("steps", steps)  # int64 indices
     if record is None:
         every = max(1, steps // DEFAULT_RECORDS) if record_every is None else int(record_every)
+        n = steps // every + 2
+        # the indices alone; the records' own arrays are checked by whoever allocates them
+        check_memory("record_every", 8.0 * n, f"the indices of {n} records", every)
         ks = np.arange(0, steps + 1, every, dtype=np.int64)
         if ks[-1] != steps:
             ks = np.append(ks, np.int64(steps))

@@ -47,11 +47,17 @@ _PROGRESS = Optional(IsCallable("a callable taking the number of updates done"))
 _ETA_BLOCK = 1 << 20
 
 
-def _check_record_memory(runs: int, n_rec: int, d: int) -> None:
+def _check_record_memory(run: RunConfig, n_rec: int, d: int) -> None:
     """The records (alignment, two statistics and, with ``record_q``, ``q``) must fit."""
-    field, value = ("record_every", n_rec) if n_rec > runs else ("runs", runs)
-    check_memory(field, 8 * runs * n_rec * (3 + d),
-                 f"the records ({runs} runs × {n_rec} records × {3 + d} float64)", value)
+    if n_rec <= run.runs:
+        field, value = "runs", run.runs
+    elif run.record is None:
+        field, value = "record_every", run.record_every
+    else:
+        field, value = "record", run.record
+    # 8 bytes a value, and ~48 for each record's step index (a Python int in a list)
+    check_memory(field, 8 * run.runs * n_rec * (3 + d) + 48 * n_rec,
+                 f"the records ({run.runs} runs × {n_rec} records × {3 + d} float64)", value)
 
 
 def _flag_nan_statistics(state: EngineState, stats: StepStats, k: int
@@ -146,7 +152,7 @@ def simulate(
         )
     eng.check(model, run)
     # the records are counted before the list is built
-    _check_record_memory(run.runs, run.n_records(), model.d if record_q else 0)
+    _check_record_memory(run, run.n_records(), model.d if record_q else 0)
     ks = run.record_steps()
     n_rec = len(ks)
     step.warn_if_not_robbins_monro()

@@ -60,23 +60,32 @@ def test_api_reference_is_generated_from_the_docstrings(site):
         assert f'id="attnsignal.theory.{name}"' in theory, name
 
 
+def _figures(html: str) -> int:
+    """Figures the notebook's cells drew (inline PNG images, not the theme's icons)."""
+    return len(re.findall(r'<img[^>]+src="data:image/png;base64,', html))
+
+
 def _outputs(html: str) -> str:
     return re.sub(r"<[^>]+>", " ", html)
 
 
 def test_tutorials_appear_with_their_outputs(site):
     first = _text(site, "tutorials/01-first-simulation")
-    assert "data:image/png;base64" in first, "figures were rendered"
+    assert _figures(first) == 2, "the landscape and the runs against the ODE are drawn"
     text = _outputs(first)
     assert "mean_abs_alignment" in text and "largest gap between the simulated mean" in text
-    second = _outputs(_text(site, "tutorials/02-landscape-two-signs"))
+    second_html = _text(site, "tutorials/02-landscape-two-signs")
+    assert _figures(second_html) == 2
+    second = _outputs(second_html)
     m = re.search(r"below ρ\*: start \S+, final ρ: mean ([+-][\d.]+), (\d+)% of the runs", second)
     n = re.search(r"above ρ\*: start \S+, final ρ: mean ([+-][\d.]+), (\d+)% of the runs", second)
     assert m and n, "the runs' outcome is printed"
     # the ODE basins predict the sign: below ρ* → −ξ, above → +ξ (16 runs each)
     assert float(m.group(1)) < -0.5 and int(m.group(2)) <= 10
     assert float(n.group(1)) > 0.5 and int(n.group(2)) >= 90
-    third = _outputs(_text(site, "tutorials/03-sweep-pandas"))
+    third_html = _text(site, "tutorials/03-sweep-pandas")
+    assert _figures(third_html) == 1
+    third = _outputs(third_html)
     assert "24 computed, 0 already done" in third and "0 computed, 24 already done" in third
     assert "mean_abs_rho" in third
 

@@ -65,7 +65,7 @@ def test_run_sizes_and_counters_are_refused(engine):
         asg.simulate(m, STEP, steps=1, runs=10**11, engine=engine)
     with pytest.raises(ConfigError, match=r"^first_run: .*; got 1180591620717411303424$"):
         asg.simulate(m, STEP, steps=1, runs=1, engine=engine, first_run=2**70)
-    with pytest.raises(ConfigError, match=r"^record_every: must keep the records \(2 runs × .* within memory"):
+    with pytest.raises(ConfigError, match=r"^record_every: must keep the records \(2 runs × 1000000000001 records .*; got 1$"):
         asg.simulate(m, STEP, steps=10**12, runs=2, engine=engine, record_every=1)
 
 
@@ -140,7 +140,7 @@ def test_cli_refuses_the_issue_command_with_one_line_and_exit_2(tmp_path):
     out = tmp_path / "run"
     res = subprocess.run(
         [sys.executable, "-m", "attnsignal", "run", "--engine", "chain", "--n-nuisance",
-         "10000000000", "--steps", "5", "--runs", "2", "--out", str(out), "--quiet"],
+         "10000000000", "--steps", "5", "--runs", "2", "--out", str(out)],
         capture_output=True, text=True, timeout=120)
     assert res.returncode == 2, res.stderr
     lines = res.stderr.strip().splitlines()
@@ -188,3 +188,13 @@ def test_a_run_whose_kernel_allocation_fails_raises_instead_of_returning_its_sta
                          timeout=120, env={**os.environ, "NUMBA_NUM_THREADS": "2"})
     assert res.returncode == 0, res.stderr
     assert res.stdout.startswith("MemoryError: the compiled engine did not complete 2 of 2 runs")
+
+
+def test_records_beyond_memory_are_refused_naming_the_record_option():
+    m = _model()
+    with pytest.raises(ConfigError, match=r"^record_every: must keep the records \(1000000 runs "
+                                          r"× 100000001 records .*; got 10$"):
+        asg.simulate(m, STEP, steps=10**9, runs=10**6, engine="chain", record_every=10)
+    # log-spaced and listed records are counted too (and work)
+    r = asg.simulate(m, STEP, steps=1000, runs=2, engine="chain", record="log")
+    assert r.steps[0] == 0 and r.steps[-1] == 1000 and len(r.steps) == 200

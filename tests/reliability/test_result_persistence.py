@@ -79,7 +79,7 @@ def test_stale_temporaries_are_removed_by_the_next_save(pair, tmp_path):
 def test_sigkill_during_save_never_leaves_a_mixed_result(pair, tmp_path):
     """Fork a child that saves the two results over each other in a loop; SIGKILL it at a
     random moment; the directory must load as exactly one of the two, and the next save
-    must leave no temporaries. 40 trials."""
+    must leave no temporaries. 24 trials."""
     a, b = pair
     out = tmp_path / "r"
     a.save(out)
@@ -88,7 +88,7 @@ def test_sigkill_during_save_never_leaves_a_mixed_result(pair, tmp_path):
     one_save = time.perf_counter() - t0
     rng = random.Random(15)
     seen = {"a": 0, "b": 0, "mid_save": 0}
-    for trial in range(40):
+    for trial in range(24):
         pid = os.fork()
         if pid == 0:  # child: save, save, save... until killed
             try:
@@ -111,7 +111,7 @@ def test_sigkill_during_save_never_leaves_a_mixed_result(pair, tmp_path):
             seen["b"] += 1
     print(seen)
     # the kills landed in both states (the test saw saves of each kind complete)
-    assert seen["a"] > 0 and seen["b"] > 0 and seen["mid_save"] >= 5, seen
+    assert seen["a"] > 0 and seen["b"] > 0 and seen["mid_save"] >= 3, seen
     a.save(out)
     assert _leftovers(out) == []
     assert _same(asg.Result.load(out), a)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import inspect
 import math
-import tomllib
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Optional, Sequence
@@ -109,13 +108,11 @@ parse_value = parse_text
 
 
 def load_toml(path: Path) -> dict[str, Any]:
-    try:
-        with open(path, "rb") as fh:
-            return tomllib.load(fh)
-    except FileNotFoundError:
-        raise UsageFailure(f"config: file not found; got {str(path)!r}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise UsageFailure(f"config: not valid TOML ({exc}); got {str(path)!r}") from None
+    """The ``--config`` file: ConfigError (exit 2) when it is missing, a directory, a
+    symbolic-link loop, unreadable, not UTF-8 or not TOML (:func:`attnsignal.paths.read_toml`)."""
+    from ..paths import read_toml
+
+    return read_toml(path, "config")
 
 
 def build_configs(

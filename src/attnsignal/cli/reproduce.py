@@ -65,7 +65,7 @@ def reproduce_cmd(
         if dry_run:
             out.print(slurm_job_script(slurm), markup=False, highlight=False, soft_wrap=True)
             return
-    check_output_dir(out_dir, "out")  # a file, read-only, too long...: before any work
+    check_output_dir(out_dir, "out", create=False)  # a file, read-only...: before any work
     plan = Plan.quick(seed) if quick else Plan.full(seed)
 
     def run(executor: str, scheduler: str | None):

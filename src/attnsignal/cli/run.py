@@ -9,7 +9,9 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from ..config import NotRobbinsMonroWarning
+from ..config import NotRobbinsMonroWarning, RunConfig
+from ..engines import get_engine
+from ..paths import check_output_dir
 from ..simulate import DivergenceWarning, simulate
 from . import app
 from ._common import (
@@ -57,6 +59,8 @@ def run_cmd(
     and writes the result (OUT/manifest.json naming OUT/result.<hash>.parquet) and OUT/alignment.{png,pdf}.
     """
     model, step, run = build_configs(flags, config, RUN_DEFAULTS)
+    check_output_dir(out_dir, "out", create=False)  # a file, read-only...: before simulating
+    get_engine(run["engine"]).check(model, RunConfig(**run))  # before the progress bar
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", NotRobbinsMonroWarning)
         warnings.simplefilter("always", DivergenceWarning)

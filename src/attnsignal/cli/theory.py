@@ -27,6 +27,7 @@ import typer
 from rich.table import Table
 
 from ..config import NotRobbinsMonroWarning
+from ..paths import check_output_dir
 from ..validation import Integer, OneOf, Real, Sequence
 from . import UsageFailure, app
 from ._common import (
@@ -76,6 +77,19 @@ _T_MAX = Real(gt=0.0)
 def _methods(text: str | None) -> list[str]:
     got = option_value(text, "methods", _METHODS, _theory_methods())
     return [m for m in _theory_methods() if m in got]  # canonical order, no duplicates
+
+
+def check_grid_size(model, n_points: int, methods: list[str]) -> None:
+    """Refuse a ``--points`` grid that cannot fit or finish: the frame (about 8 float64 columns
+    per point and method) must fit in memory, and the exact quadrature (≈ 2·10⁶·max(1, βσ)²
+    operations per point) must stay below the work limit; the estimate is in the message."""
+    from ..limits import check_memory, check_work
+
+    check_memory("points", 64.0 * n_points * len(methods), f"a grid of {n_points} points", n_points)
+    if "exact" in methods:
+        per_point = 2e6 * max(1.0, model.beta * model.noise_std) ** 2
+        check_work("points", n_points * per_point, f"the exact quadrature on {n_points} points",
+                   n_points)
 
 
 def _write_parquet(frame: pd.DataFrame, path: Path) -> Path:
@@ -170,6 +184,8 @@ def landscape_cmd(
     n_samples = option_value(mc_samples, "mc_samples", _MC_SAMPLES, 20_000)
     n_mc = option_value(mc_points, "mc_points", _POINTS, 21)
     seed_v = option_value(seed, "seed", _SEED, 0)
+    check_output_dir(out_dir, "out", create=False)
+    check_grid_size(model, n_points, meths)
 
     for m in meths:  # fail fast (one line, before any progress bar) on a method's own limits
         landscape(model, np.zeros(1), m, n_samples=2, seed=seed_v)
@@ -273,6 +289,7 @@ def ode_cmd(
     defaults = {**MODEL_DEFAULTS, **STEP_DEFAULTS, "steps": 1, "runs": 30, "seed": 0,
                 "engine": "chain"}
     model, step, run = build_configs(flags, config, defaults)
+    check_output_dir(out_dir, "out", create=False)
     steps_given = flags["steps"] is not None or "steps" in file_run
     if rho0 is not None:
         r0 = option_value(rho0, "rho0", _RHO0, None)

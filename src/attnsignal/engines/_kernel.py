@@ -685,8 +685,10 @@ def chain_advance(params, rho, keys, etas, active, zt, outputs):
     ``rho`` (runs,) and on the :class:`KernelOutputs` ``outputs``; ``keys`` (runs, 2) are the
     runs' Philox keys, ``params`` a :class:`KernelParams`. A run that becomes non-finite gets
     ``rho = NaN`` and ``diverged_at`` set to the 1-based update count."""
-    # the arrays are taken out of the tuples before the parallel loop: numba (0.68) drops
-    # writes made through a tuple's array member inside prange
+    # the arrays are taken out of the tuples here, attribute by attribute, before the parallel
+    # loop: numba (0.68) drops writes made inside prange through a tuple's array member — and
+    # also through arrays unpacked from a tuple a jitted helper returns (the completion flags
+    # caught that); the same lines open projected_advance
     mass_out = outputs.informative_mass
     maxw_out = outputs.max_nuisance_weight
     diverged_at = outputs.diverged_at

@@ -124,8 +124,9 @@ class Landscape:
 
 def _standard(model: ModelConfig) -> tuple[int, int, int, float, float, float]:
     m = model.standardized()
-    return (model.n_informative, model.n_nuisance, model.d, m.theta, m.beta,
-            model.noise_std ** 2)
+    with np.errstate(over="ignore"):  # σ² = inf for σ > 1e154: the values come out inf and
+        s2 = float(np.float64(model.noise_std) ** 2)  # are refused by require_finite
+    return (model.n_informative, model.n_nuisance, model.d, m.theta, m.beta, s2)
 
 
 def _deterministic(fn, model: ModelConfig, rho: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -176,8 +177,9 @@ def landscape(model: ModelConfig, rho: Any, method: str = "exact", *,
         R, N, d, th, be, s2 = _standard(model)
         phi, dphi, se_phi, se_dphi = phi_mc(R, N, d, th, be, r.ravel(), used, seed,
                                             random_sign=model.signal_sign == "random")
-        phi, dphi = s2 * phi.reshape(r.shape), s2 * dphi.reshape(r.shape)
-        se_phi, se_dphi = s2 * se_phi.reshape(r.shape), s2 * se_dphi.reshape(r.shape)
+        with np.errstate(over="ignore", invalid="ignore"):  # checked by require_finite
+            phi, dphi = s2 * phi.reshape(r.shape), s2 * dphi.reshape(r.shape)
+            se_phi, se_dphi = s2 * se_phi.reshape(r.shape), s2 * se_dphi.reshape(r.shape)
     require_finite(model, method, r, phi, dphi)
     return Landscape(rho=r, phi=phi, dphi=dphi, method=method, model=model,
                      phi_stderr=se_phi, dphi_stderr=se_dphi, n_samples=used)

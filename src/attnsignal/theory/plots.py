@@ -13,9 +13,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Mapping, Sequence
 
-import matplotlib
+from ..plots import use_agg_unless_pyplot_is_loaded
 
-matplotlib.use("Agg")
+use_agg_unless_pyplot_is_loaded()  # a notebook's inline backend is left alone
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
