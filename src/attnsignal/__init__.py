@@ -39,7 +39,7 @@ def __getattr__(name: str):
         "corrected_drift": "theory", "constant_step_plateau": "theory",
         "samples_to_reach": "theory", "tracking": "theory", "Tracking": "theory",
         "sa_diagnostics": "theory", "effective_dynamics": "theory",
-        "EffectiveDynamics": "theory", "landscape_verdict": "theory", "flow": "theory",
+        "EffectiveDynamics": "theory", "advise_schedule": "theory", "Advice": "theory", "landscape_verdict": "theory", "flow": "theory",
         "load_sweep": "sweep", "run_sweep": "sweep", "SweepSpec": "sweep",
         "sweep_status": "sweep",
         "Plan": "reproduce",

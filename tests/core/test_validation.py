@@ -353,3 +353,17 @@ def test_run_records_log_spaced_or_listed_steps_from_the_command_line(tmp_path):
     assert main([*base, "--record", "10,100", "--out", str(tmp_path / "b")]) == 0
     assert asg.Result.load(tmp_path / "b").steps.tolist() == [0, 10, 100, 500]
     assert main([*base, "--record", "10,x", "--out", str(tmp_path / "c")]) == 2
+
+
+def test_a_sweep_spec_takes_log_records():
+    from attnsignal.sweep import SweepSpec
+
+    base = {"sweep": {"steps": 1000, "runs": 1, "record": "log"}, "model": dict(GOOD_MODEL),
+            "step": dict(GOOD_STEP)}
+    p = SweepSpec.from_dict(base).points()[0]
+    assert p.run.record == "log" and p.run.record_steps()[-1] == 1000
+    assert p.describe()["run"]["record"] == "log"
+    plain = SweepSpec.from_dict({**base, "sweep": {"steps": 1000, "runs": 1}})
+    assert "record" not in plain.points()[0].describe()["run"]  # identities of old specs kept
+    with pytest.raises(asg.ConfigError, match=r"^sweep\.record_every: only with linear"):
+        SweepSpec.from_dict({**base, "sweep": {"steps": 10, "record": "log", "record_every": 2}})

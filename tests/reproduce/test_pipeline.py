@@ -18,6 +18,7 @@ from attnsignal.reproduce.e2_robustness import E2
 from attnsignal.reproduce.e3_filtering import E3
 from attnsignal.reproduce.e4_landscape import E4
 from attnsignal.reproduce.e5_tracking import E5
+from attnsignal.reproduce.e6_baselines import E6
 
 SECTIONS = [
     "Claims of the paper, checked",
@@ -26,10 +27,11 @@ SECTIONS = [
     "E3 — attention filtering",
     "E4 — landscape",
     "E5 — the recursion tracks the limiting ODE",
+    "E6 — attention against simple estimators",
     "Timings",
 ]
 FIGURES = ["e1_headline", "e2_robustness", "e3_filtering", "e4_landscape", "e4_basins",
-           "e5_tracking", "e5_sa_diagnostics"]
+           "e5_tracking", "e5_sa_diagnostics", "e6_baselines"]
 VERDICT = re.compile(r"^(PASS|FAIL|holds only when .+)$")
 
 
@@ -44,6 +46,8 @@ def tiny_plan(seed: int = 7) -> Plan:
         "E3": replace(q.section(E3), thetas=(0.25, 2.0), densities=(0.05, 1.0), N=40, runs=2, steps=300),
         "E4": replace(q.section(E4), runs=20, boundary_runs=4, steps=20_000),
         "E5": replace(q.section(E5), eta0s=(0.04, 0.02), runs=40, sa_T=5.0),
+        "E6": replace(q.section(E6), runs=3, samples=3000, records=12, pca_big_runs=2,
+                      attention_runs=2, attention_steps=300),
     })
 
 
@@ -79,7 +83,7 @@ def test_reduced_reproduction_writes_every_section_and_figure(reduced):
     first = re.split(r"['\"]", html.split("data:image/png;base64,", 1)[1], maxsplit=1)[0]
     assert base64.b64decode(first)[:8] == b"\x89PNG\r\n\x1a\n"
     assert not re.search(r"src=['\"]figures/", html)
-    for name in ("E1", "E2", "E3", "E4", "E5"):
+    for name in ("E1", "E2", "E3", "E4", "E5", "E6"):
         assert (out / "data" / f"{name}.parquet").is_file() or \
             any((out / "data").glob(f"{name}_*.parquet")), name
 
@@ -103,6 +107,18 @@ def test_each_section_reports_what_the_paper_asks_for(reduced):
     assert "Gap/η0" in e5 and "largest gap" in e5
     meas = json.loads((out / "measurements.json").read_text())
     assert len(meas["E5"]["gaps"]) == 2 and "literal_z" in meas["E1"]
+    e6 = next(v for k, v in sec.items() if k.startswith("E6"))
+    assert "samples (measured)" in e6 and "× oracle (theory)" in e6
+    assert "not a claim of the paper" in e6  # the verdict
+    rows = meas["E6"]["table"]  # 2 dimensions × 2 signs × 5 methods × 2 targets
+    assert len(rows) == 40 and {r["method"] for r in rows} == {"sga", "mean", "pca", "oja",
+                                                                "oracle"}
+    oracle = {(r["d"], r["sign"], r["target"]): r["samples"] for r in rows
+              if r["method"] == "oracle"}
+    for r in rows:  # the oracle needs the fewest samples wherever both are measured
+        o = oracle[r["d"], r["sign"], r["target"]]
+        if r["samples"] is not None and o is not None:
+            assert r["samples"] >= o
 
 
 def test_claims_table_parses_and_matches_claims_json(reduced):
@@ -207,7 +223,7 @@ def test_profile_accounts_for_every_experiment(reduced):
     out, res = reduced
     assert (out / "profile.json").is_file()  # (a later test's resumed run rewrites it)
     prof = res.profile
-    assert set(prof["experiments"]) == {"E1", "E2", "E3", "E4", "E5"}
+    assert set(prof["experiments"]) == {"E1", "E2", "E3", "E4", "E5", "E6"}
     for e in prof["experiments"].values():
         assert 0 <= e["start"] <= e["end"] <= prof["total_wall"] + 1e-6
         assert e["tasks"] >= 1 and e["worker_seconds"] > 0

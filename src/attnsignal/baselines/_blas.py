@@ -1,8 +1,9 @@
 """One BLAS thread for the small dense linear algebra of the PCA baseline.
 
 OpenBLAS's threads spin on small matrices: with two busy cores a batch of 100×100 eigenvector
-solves ran 13× slower on two BLAS threads than on one (measured: 17.4 s against 1.3 s for
-8 PCA runs of 20 000 samples at d = 100 under a load of ~6). :func:`single_blas_thread` sets
+solves ran 13× to 94× slower on two BLAS threads than on one (17.4 s against 1.3 s for 8 PCA
+runs of 20 000 samples at d = 100 under a load of ~6; ``benchmarks/bench_baselines.py``
+prints the ratio). :func:`single_blas_thread` sets
 every OpenBLAS loaded in the process (numpy's and scipy's copies) to one thread and restores
 the previous counts afterwards; where no OpenBLAS is found it does nothing.
 """

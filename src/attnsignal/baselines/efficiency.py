@@ -9,9 +9,10 @@ reaches the target (exact for the means and the oracle, BBP for PCA, mean field 
 for attention, :func:`attnsignal.theory.samples_to_reach` (the ODE hitting time moved on by
 the finite-step plateau) under the same schedule.
 
-Attention runs with the best schedule the library knows: the schedule advisor
-(``attnsignal.advise_schedule``) when it is present, else E1's
-``η_k = 0.03 (1 + k/1000)^(−1)`` (:func:`attention_schedule` is the hook).
+Attention runs with E1's ``η_k = 0.03 (1 + k/1000)^(−1)`` by default, or with
+``attention_step="advise"`` the schedule advisor's (:func:`attention_schedule` is the hook;
+the advisor solves the effective dynamics and took over 10 minutes on two busy cores even at
+d = 10, so it is not the default).
 """
 
 from __future__ import annotations
@@ -35,14 +36,16 @@ __all__ = ["efficiency", "attention_schedule", "samples_to_target", "predicted_s
 E1_SCHEDULE = StepSize(eta0=0.03, k0=1000.0, power=1.0)
 
 
-def attention_schedule(model: ModelConfig, target: float) -> tuple[Any, str]:
-    """The schedule attention runs with in the table, and where it comes from."""
-    try:
-        from ..theory import advise_schedule  # type: ignore[attr-defined]
-    except ImportError:
-        return E1_SCHEDULE, "E1 schedule η_k = 0.03 (1 + k/1000)^(−1)"
-    advice = advise_schedule(model, target)
-    return advice.step, "advise_schedule"
+def attention_schedule(model: ModelConfig, target: float, advise: bool = False
+                       ) -> tuple[Any, str]:
+    """The schedule attention runs with in the table, and where it comes from: E1's schedule,
+    or with ``advise=True`` the schedule advisor's (:func:`attnsignal.theory.advisor.
+    advise_schedule`; it solves the effective dynamics and can take minutes)."""
+    if advise:
+        from ..theory.advisor import advise_schedule
+
+        return advise_schedule(model, target).step, "advise_schedule"
+    return E1_SCHEDULE, "E1 schedule η_k = 0.03 (1 + k/1000)^(−1)"
 
 
 def samples_to_target(steps: np.ndarray, mean_abs: np.ndarray, target: float) -> float:
@@ -102,6 +105,7 @@ def efficiency(
     attention_theory: bool = True,
     theory_samples: int = 4000,
     results: dict[str, Any] | None = None,
+    simulate: bool = True,
 ) -> pd.DataFrame:
     """The sample-efficiency table: one row per (method, target).
 
@@ -111,12 +115,15 @@ def efficiency(
     methods : ``"sga"`` (attention, :func:`attnsignal.simulate` with the chain engine) and
         baseline names. samples : per-run budget (None: twice the largest prediction, at
         least 1 000, at most 2 000 000). runs, seed : of every method's simulation.
-    attention_step : attention's schedule (None: :func:`attention_schedule`).
+    attention_step : attention's schedule (None: E1's; ``"advise"``: the schedule advisor's,
+        which can take minutes — see :func:`attention_schedule`).
     oja_step : Oja's schedule (None: its default). records : log-spaced records per run.
     theory : also predict. attention_theory : include attention's prediction (seconds per
         target: an ODE solve and ``theory_samples`` Monte Carlo draws for ``κ``).
     results : precomputed ``Result`` per method (e.g. E1's attention runs), used instead of
         simulating; their records decide the resolution of the measured crossing.
+    simulate : False: methods without a precomputed result get only their prediction
+        (measured NaN).
 
     Returns
     -------
@@ -140,8 +147,9 @@ def efficiency(
     Optional(Integer(ge=1)).check("samples", samples)
     results = dict(results or {})
     tmax = float(targets.max())
-    if attention_step is None and "sga" in methods and "sga" not in results:
-        attention_step, source = attention_schedule(model, tmax)
+    if (attention_step is None or attention_step == "advise") and "sga" in methods \
+            and "sga" not in results:
+        attention_step, source = attention_schedule(model, tmax, attention_step == "advise")
     else:
         source = "given" if attention_step is not None else "precomputed runs"
 
@@ -161,16 +169,17 @@ def efficiency(
     rows = []
     for m in methods:
         res = results.get(m)
-        if res is None:
+        if res is None and simulate:
             res = _simulate(model, m, int(samples), runs, seed, records, attention_step,
                             oja_step)
-        mean_abs = np.nanmean(np.abs(res.alignment), axis=0)
-        sched = ("" if m not in ("sga", "oja") else
+        mean_abs = None if res is None else np.nanmean(np.abs(res.alignment), axis=0)
+        sched = ("" if m not in ("sga", "oja") or res is None else
                  getattr(res.schedule, "describe", lambda: str(res.schedule))())
         for t in targets:
             rows.append({
                 "method": m, "target": float(t),
-                "samples": samples_to_target(res.steps, mean_abs, float(t)),
+                "samples": (float("nan") if res is None else
+                            samples_to_target(res.steps, mean_abs, float(t))),
                 "predicted": predicted.get((m, t), float("nan")),
                 "schedule": sched + (f" ({source})" if m == "sga" else ""),
             })

@@ -14,36 +14,10 @@ from ..engines.base import run_seeds
 from ..results import Result
 from .base import RUNNING_AVERAGE, BaselineConfig, get_estimator, method_names
 
-__all__ = ["baseline", "baseline_record_steps"]
+__all__ = ["baseline"]
 
 #: Memory for the estimators' state of one chunk of runs (PCA holds ``d²`` floats per run).
 _CHUNK_BYTES = 64 << 20
-
-
-def baseline_record_steps(samples: int, record_every: int | None = None,
-                          record: Any = None) -> np.ndarray:
-    """The record steps: the shared :func:`attnsignal.records.record_steps` when present."""
-    if record is None and record_every is not None and Integer(ge=1).accepts(record_every):
-        from ..limits import check_memory
-
-        check_memory("record_every", 8.0 * (samples // record_every + 2) * 4,
-                     "the records", record_every)
-    try:
-        from ..records import record_steps
-    except ImportError:  # before the shared records module: linear, or log-spaced
-        if record is None:
-            ks = RunConfig(steps=samples, record_every=record_every).record_steps()
-            return np.asarray(ks, dtype=np.int64)
-        if isinstance(record, str) and record == "log":
-            n = 60
-            ks = np.unique(np.round(np.geomspace(1, samples, n)).astype(np.int64))
-            return np.concatenate([[0], ks])
-        ks = np.unique(np.asarray(record, dtype=np.int64))
-        if ks.size == 0 or ks[0] < 0 or ks[-1] > samples:
-            raise ConfigError("record", f"must be 'log' or steps in [0, {samples}]", record)
-        return np.unique(np.concatenate([[0], ks, [samples]]))
-    return np.asarray(record_steps(samples, record_every=record_every, record=record),
-                      dtype=np.int64)
 
 
 def _check_step(method: str, model: ModelConfig, step: Any) -> Any:
@@ -111,12 +85,13 @@ def baseline(
                             ("first_run", first_run, 0)):
         Integer(ge=lo).check(name, value)
     run = RunConfig(steps=samples, runs=runs, seed=seed, record_every=record_every,
-                    method=method)
+                    record=record, method=method)
     step = _check_step(method, model, step)
-    ks = baseline_record_steps(int(samples), record_every, record)
     est = get_estimator(method)
     config = BaselineConfig(method=method, step=step)
-    _check_size(model, method, est, int(samples), int(runs), int(ks.size))
+    _check_size(model, method, est, int(samples), int(runs), run.n_records(),
+                "record_every" if run.record is None else "record")
+    ks = np.asarray(run.record_steps(), dtype=np.int64)
 
     t0 = time.perf_counter()
     seeds = run_seeds(int(seed), int(runs), int(first_run), spawn_prefix)
@@ -150,13 +125,14 @@ def baseline(
 
 
 def _check_size(model: ModelConfig, method: str, est: Any, samples: int, runs: int,
-                records: int) -> None:
+                records: int, record_field: str) -> None:
     """Refuse, before any work, what cannot fit in memory or would not finish."""
     from ..limits import check_memory, check_work
 
     if hasattr(est, "bytes_per_run"):  # PCA: d² per run, twice more for a block's Wishart
         check_memory("model.d", 3 * est.bytes_per_run(model), f"{method}'s d×d matrices",
                      model.d)
+    check_memory(record_field, 8.0 * records * 4, "the record steps", records)
     check_memory("runs", 8.0 * runs * records * 3, "the records", runs)
     if method == "pca":
         ops = 4.0 * runs * records * float(model.d) ** 3

@@ -81,6 +81,15 @@ def uniform_mean_abs(d: int) -> float:
 def _noncentral_mean_abs(lam: np.ndarray, d: int) -> np.ndarray:
     """``E√B``, ``B ~`` noncentral ``Beta(1/2, (d−1)/2; λ)``, for each ``λ`` (Poisson mixture)."""
     lam = np.atleast_1d(np.asarray(lam, dtype=np.float64))
+    mu = lam / 2.0
+    jmax = int(mu.max() + 12.0 * np.sqrt(mu.max()) + 41.0) if lam.size else 0
+    if lam.size > 1 and lam.size * jmax <= 4_000_000:  # many small λ: one matrix
+        j = np.arange(jmax, dtype=np.float64)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            logw = -mu[:, None] + j[None, :] * np.log(mu)[:, None] - gammaln(j + 1.0)[None, :]
+        logw[mu == 0, :] = -np.inf
+        logw[mu == 0, 0] = 0.0
+        return np.exp(logw) @ _g(j, d)
     out = np.empty(lam.shape)
     for i, lm in np.ndenumerate(lam):
         mu = lm / 2.0

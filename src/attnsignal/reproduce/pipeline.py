@@ -222,15 +222,20 @@ def _profile(shared: Shared, profile_dir: str, t_start: float, cpu_start: float,
 
 
 def profile_table(prof: dict[str, Any]) -> list[list[str]]:
-    """Rows (phase, wall s, CPU s, note) of a profile written by :func:`reproduce`."""
+    """Rows (phase, wall s, CPU s, note) of a profile written by :func:`reproduce`.
+
+    An experiment's rows overlap the others' in time: "waited" is the wall time its thread
+    spent waiting for its sweeps (or for an experiment it needs) while the pool ran
+    everyone's tasks; the kernel rows are per worker, in parallel."""
     rows = []
     warm = prof.get("kernel_warmup") or []
     if warm:
         rows.append(["kernel load / compile (each pool worker, in parallel)",
                      f"{max(warm):.1f}", f"{sum(warm):.1f}", f"{len(warm)} worker(s)"])
     for name, e in prof["experiments"].items():
-        rows.append([f"{name} simulation (pool tasks)", f"{e['waiting']:.1f} waited",
-                     f"{e['worker_seconds']:.1f}", f"{e['tasks']} task(s)"])
+        rows.append([f"{name} simulation (pool tasks)", f"{e['waiting']:.1f} waited", "",
+                     f"{e['tasks']} task(s), {e['worker_seconds']:.1f} s of task time in the "
+                     "workers"])
         rows.append([f"{name} theory + analysis (this process)", f"{e['compute']:.1f}", "", ""])
         rows.append([f"{name} figures", f"{e['figures']:.1f}", "", ""])
         rows.append([f"{name} I/O (load sweeps, write frames) + prose",

@@ -13,6 +13,7 @@ from .e2_robustness import E2
 from .e3_filtering import E3
 from .e4_landscape import E4
 from .e5_tracking import E5
+from .e6_baselines import E6
 from .experiment import Experiment
 
 __all__ = ["EXPERIMENTS", "get_experiment"]
@@ -23,6 +24,7 @@ EXPERIMENTS: tuple[Experiment[Any, Any], ...] = (
     E3,
     E4,
     E5,
+    E6,
 )
 
 

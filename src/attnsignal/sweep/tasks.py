@@ -185,6 +185,7 @@ def run_task(task: Task) -> TaskOutcome:
 
             res = baseline(task.model, method, samples=kwargs["steps"], runs=task.runs,
                            seed=kwargs["seed"], record_every=kwargs["record_every"],
+                           record=kwargs.get("record"),
                            step=task.step if method == "oja" else None,
                            first_run=task.first_run, spawn_prefix=(task.point,))
     frame = res.to_frame()

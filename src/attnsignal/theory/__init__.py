@@ -12,10 +12,12 @@ Modules (one concept each):
 ``finite_step``    Monte-Carlo drift and variance, the ``O(η²)`` correction, constant-step
                    plateau, samples needed to reach a target alignment
 ``effective``      the law of ``ρ_k`` at finite step and dimension (:func:`effective_dynamics`)
+``advisor``        step sizes that reach a target fastest (:func:`advise_schedule`)
 ``tracking``       simulation vs ODE, stochastic-approximation diagnostics
 ``plots``          figures (PNG + PDF)
 """
 
+from .advisor import Advice, advise_schedule
 from .effective import EffectiveDynamics, effective_dynamics, one_step_moments
 from .field import dphi_interpolant, vector_field
 from .finite_step import (
@@ -68,6 +70,8 @@ __all__ = [
     "samples_to_reach",
     "Tracking",
     "EffectiveDynamics",
+    "Advice",
+    "advise_schedule",
     "effective_dynamics",
     "one_step_moments",
     "tracking",

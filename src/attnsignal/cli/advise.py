@@ -1,0 +1,126 @@
+"""``attnsignal advise``: the schedule advisor (:func:`attnsignal.theory.advisor.advise_schedule`).
+
+Prints the advised Robbins–Monro step ``η0 (1 + k/k0)^(−power)``, the predicted samples to the
+target mean ``|ρ|`` with it and with the optimal schedule, and (with ``--compare-eta0``) what a
+given power-law schedule would take; writes ``OUT/advice.parquet`` (the predicted paths: mean
+and 10–90 % band of ``|ρ|`` under both schedules) and ``OUT/advice.{png,pdf}``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+import pandas as pd
+import typer
+
+from ..validation import ConfigError, Integer, OneOf, Optional as Opt, Real, parse_text
+from . import app
+from ._common import build_configs, field_option, out
+
+MODEL_DEFAULTS = {"d": 100, "n_informative": 20, "n_nuisance": 80, "theta": 0.5, "beta": 1.0,
+                  "noise_std": 1.0, "signal_sign": "fixed"}
+
+
+def _value(text: Optional[str], field: str, constraint: Any, default: Any) -> Any:
+    return constraint.check(field, default if text is None else parse_text(text))
+
+
+@app.command("advise")
+def advise_cmd(
+    d: Optional[str] = field_option("d", MODEL_DEFAULTS["d"]),
+    n_informative: Optional[str] = field_option("n_informative", MODEL_DEFAULTS["n_informative"]),
+    n_nuisance: Optional[str] = field_option("n_nuisance", MODEL_DEFAULTS["n_nuisance"]),
+    theta: Optional[str] = field_option("theta", MODEL_DEFAULTS["theta"]),
+    beta: Optional[str] = field_option("beta", MODEL_DEFAULTS["beta"]),
+    noise_std: Optional[str] = field_option("noise_std", MODEL_DEFAULTS["noise_std"]),
+    signal_sign: Optional[str] = field_option("signal_sign", MODEL_DEFAULTS["signal_sign"]),
+    target: Optional[str] = typer.Option(None, "--target", help="mean |ρ| to reach, in (0, 1) (default: 0.9)"),
+    batch: Optional[str] = typer.Option(None, "--batch", help="minibatch size B (integer >= 1; default: 1)"),
+    update: Optional[str] = typer.Option(None, "--update", help="'projected' or 'riemannian' (default: projected)"),
+    rho0: Optional[str] = typer.Option(None, "--rho0", help="initial alignment in [−1, 1] (default: a uniform start)"),
+    compare_eta0: Optional[str] = typer.Option(None, "--compare-eta0", help="also predict the power-law schedule with this η0 (> 0)"),
+    compare_k0: Optional[str] = typer.Option(None, "--compare-k0", help="its k0 (> 0; default: 1000)"),
+    compare_power: Optional[str] = typer.Option(None, "--compare-power", help="its power (>= 0; default: 1)"),
+    seed: Optional[str] = typer.Option(None, "--seed", help="seed of the one-step moments (integer >= 0; default: 0)"),
+    config: Optional[Path] = typer.Option(None, "--config", help="TOML file with a \\[model] table; flags override it"),
+    out_dir: Path = typer.Option(Path("results/advise"), "--out", help="output directory (advice.parquet, advice.png, advice.pdf)"),
+    plot: bool = typer.Option(True, "--plot/--no-plot", help="write advice.png and advice.pdf"),
+) -> None:
+    """Advise step sizes that bring the mean |ρ| to --target in the fewest samples.
+
+    The optimal schedule follows the time-optimal step η*(ρ) = argmax_η E[Δz | ρ, η] of the
+    effective dynamics along its mean path; the advice is the Robbins–Monro power law closest
+    to it in predicted samples. Predictions include the spread of ρ over runs.
+    """
+    from ..config import StepSize
+    from ..theory.advisor import advise_schedule
+    from ..theory.effective import effective_dynamics
+
+    flags = dict(d=d, n_informative=n_informative, n_nuisance=n_nuisance, theta=theta,
+                 beta=beta, noise_std=noise_std, signal_sign=signal_sign)
+    model, _, _ = build_configs(flags, config, {**MODEL_DEFAULTS, "eta0": 0.01},
+                                tables=("model",))
+    tgt = _value(target, "target", Real(gt=0.0, lt=1.0), 0.9)
+    b = _value(batch, "batch", Integer(ge=1), 1)
+    upd = _value(update, "update", OneOf("projected", "riemannian"), "projected")
+    r0 = _value(rho0, "rho0", Opt(Real(ge=-1.0, le=1.0)), None)
+    sd = _value(seed, "seed", Integer(ge=0), 0)
+    cmp_step = None
+    if compare_eta0 is not None:
+        cmp_step = StepSize(eta0=_value(compare_eta0, "compare_eta0", Real(gt=0.0), None),
+                            k0=_value(compare_k0, "compare_k0", Real(gt=0.0), 1000.0),
+                            power=_value(compare_power, "compare_power", Real(ge=0.0), 1.0))
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ConfigError("out", "must be a directory (or a path to create)", str(out_dir))
+
+    adv = advise_schedule(model, tgt, batch=b, update=upd, initial_alignment=r0, seed=sd)
+    out.print(adv.describe(), soft_wrap=True)
+    frames = []
+    for name, ed in (("advised", adv.dynamics), ("optimal", adv.optimal_dynamics)):
+        q10, q90 = ed.quantile([0.1, 0.9])
+        frames.append(pd.DataFrame({"schedule": name, "step": ed.steps, "samples": ed.steps * b,
+                                    "mean_abs": ed.mean_abs, "q10_abs": q10, "q90_abs": q90}))
+    if cmp_step is not None:
+        horizon = int(max(adv.samples, adv.optimal_samples) // b * 4)
+        ed = effective_dynamics(model, cmp_step, steps=max(horizon, 10), batch=b, update=upd,
+                                initial_alignment=r0, record="log", seed=sd)
+        hit = ed.hitting_step(tgt)
+        q10, q90 = ed.quantile([0.1, 0.9])
+        frames.append(pd.DataFrame({"schedule": "compared", "step": ed.steps,
+                                    "samples": ed.steps * b, "mean_abs": ed.mean_abs,
+                                    "q10_abs": q10, "q90_abs": q90}))
+        if hit < 0:
+            out.print(f"compared {cmp_step.describe()}: target not reached within "
+                      f"{ed.steps[-1] * b:,} samples (the advice saves more than "
+                      f"{100 * (1 - adv.samples / (ed.steps[-1] * b)):.0f} %)", soft_wrap=True)
+        else:
+            out.print(f"compared {cmp_step.describe()}: {hit * b:,} samples — the advice "
+                      f"saves {100 * (1 - adv.samples / (hit * b)):.0f} %", soft_wrap=True)
+    frame = pd.concat(frames, ignore_index=True)
+    from ..persistence import atomic_write
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    atomic_write(out_dir / "advice.parquet", lambda tmp: frame.to_parquet(tmp, index=False))
+    if plot:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, ax = plt.subplots(figsize=(6.4, 4.0))
+        for name, g in frame.groupby("schedule", sort=False):
+            x = np.maximum(g["samples"].to_numpy(), 1)
+            line, = ax.plot(x, g["mean_abs"], label=f"{name} (mean |ρ|)")
+            ax.fill_between(x, g["q10_abs"], g["q90_abs"], color=line.get_color(), alpha=0.2)
+        ax.axhline(tgt, color="k", lw=0.8, ls=":")
+        ax.set_xscale("log")
+        ax.set_xlabel("samples per run")
+        ax.set_ylabel("|ρ| (mean and 10–90 % band, predicted)")
+        ax.legend(loc="lower right", fontsize=8)
+        fig.tight_layout()
+        for ext in ("png", "pdf"):
+            atomic_write(out_dir / f"advice.{ext}", lambda tmp, e=ext: fig.savefig(tmp, format=e))
+        plt.close(fig)
+    out.print(f"wrote {out_dir / 'advice.parquet'}", soft_wrap=True)
