@@ -108,9 +108,29 @@ class Schedule(Config, abc.ABC):
         if ks.size == 0:
             return np.zeros(0)
         kmax = int(ks.max())
+        if kmax <= _EXACT:
+            # the first _EXACT + 1 partial sums are computed once per schedule object: a
+            # sequential cumulative sum, so its prefix is bit-identical to a shorter one's
+            return self._exact_partial_sums()[ks]
         with np.errstate(over="ignore"):
             cum = np.concatenate([[0.0], np.cumsum(self.eta(np.arange(kmax)))])
         return cum[ks]
+
+    def _exact_partial_sums(self) -> np.ndarray:
+        """``t_0, ..., t_{_EXACT}`` (read-only), cached on the instance (not a field: equality,
+        hashing, ``to_dict`` and pickling ignore it)."""
+        cum = self.__dict__.get("_partial_sums_cache")
+        if cum is None:
+            with np.errstate(over="ignore"):
+                cum = np.concatenate([[0.0], np.cumsum(self.eta(np.arange(_EXACT)))])
+            cum.setflags(write=False)
+            object.__setattr__(self, "_partial_sums_cache", cum)
+        return cum
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state.pop("_partial_sums_cache", None)
+        return state
 
     def partial_sum(self, k: int) -> float:
         """``t_k = Σ_{j<k} η_j`` for one (possibly huge) ``k``: exact up to ``k = 200 000``,
