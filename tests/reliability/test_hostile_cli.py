@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from conftest import run_cli
+from conftest import assert_finite_result, run_cli
 
 SMALL = ["--d", "4", "--n-informative", "1", "--n-nuisance", "2", "--theta", "1"]
 FAST = {  # each would finish in well under a second if its output were usable
@@ -168,7 +168,6 @@ def test_integer_widths_are_supported_or_refused(case, spec, tmp_path, capsys):
         import attnsignal as asg
 
         res = asg.Result.load(tmp_path / "o")
-        from conftest import assert_finite_result
 
         assert_finite_result(res)
 

@@ -13,6 +13,7 @@ from attnsignal.reproduce.e2_robustness import E2, E2Measurements
 from attnsignal.reproduce.e3_filtering import E3, E3Measurements
 from attnsignal.reproduce.e4_landscape import E4, E4Measurements
 from attnsignal.reproduce.e5_tracking import E5, E5Measurements
+from attnsignal.reproduce.e6_baselines import E6Measurements
 
 
 def measurements(cls, **numbers):
@@ -42,11 +43,13 @@ def good() -> dict:
                    p_uniform_se=0.02, sign_agreement=0.98, runs=400, boundary=[], rstar=-0.15),
         "E5": dict(seed=2656, sa_seed=2657, gaps=[0.08, 0.04], gap_shrinks=True,
                    smallest_gap=0.04, window_first=0.1, window_last=0.05, steps_to_T=[100, 200]),
+        # E6 reports measurements only: it has no claims
+        "E6": dict(seed=2666, dims=(100, 1000), table=[], verdict="(not read by the claims)"),
     }
 
 
 CLASSES = {"E1": E1Measurements, "E2": E2Measurements, "E3": E3Measurements,
-           "E4": E4Measurements, "E5": E5Measurements}
+           "E4": E4Measurements, "E5": E5Measurements, "E6": E6Measurements}
 WEAK = ModelConfig(d=100, n_informative=500, n_nuisance=10_000, theta=0.25)
 
 

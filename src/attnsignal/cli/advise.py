@@ -15,12 +15,13 @@ import numpy as np
 import pandas as pd
 import typer
 
-from ..validation import ConfigError, Integer, OneOf, Optional as Opt, Real, parse_text
+from ..validation import ConfigError, Optional as Opt, Real, parse_text
 from . import app
-from ._common import build_configs, field_option, out
+from ._common import FIELD_TABLE, MODEL_FIELDS, build_configs, config_options, out
 
 MODEL_DEFAULTS = {"d": 100, "n_informative": 20, "n_nuisance": 80, "theta": 0.5, "beta": 1.0,
                   "noise_std": 1.0, "signal_sign": "fixed"}
+_RUN_DEFAULTS = {"batch": 1, "update": "projected", "seed": 0}
 
 
 def _value(text: Optional[str], field: str, constraint: Any, default: Any) -> Any:
@@ -28,22 +29,15 @@ def _value(text: Optional[str], field: str, constraint: Any, default: Any) -> An
 
 
 @app.command("advise")
+@config_options(MODEL_FIELDS + ("batch", "update", "seed"), {**MODEL_DEFAULTS, **_RUN_DEFAULTS},
+                helps={"seed": "seed of the one-step moments (integer >= 0)"})
 def advise_cmd(
-    d: Optional[str] = field_option("d", MODEL_DEFAULTS["d"]),
-    n_informative: Optional[str] = field_option("n_informative", MODEL_DEFAULTS["n_informative"]),
-    n_nuisance: Optional[str] = field_option("n_nuisance", MODEL_DEFAULTS["n_nuisance"]),
-    theta: Optional[str] = field_option("theta", MODEL_DEFAULTS["theta"]),
-    beta: Optional[str] = field_option("beta", MODEL_DEFAULTS["beta"]),
-    noise_std: Optional[str] = field_option("noise_std", MODEL_DEFAULTS["noise_std"]),
-    signal_sign: Optional[str] = field_option("signal_sign", MODEL_DEFAULTS["signal_sign"]),
+    flags: dict[str, Any],
     target: Optional[str] = typer.Option(None, "--target", help="mean |ρ| to reach, in (0, 1) (default: 0.9)"),
-    batch: Optional[str] = typer.Option(None, "--batch", help="minibatch size B (integer >= 1; default: 1)"),
-    update: Optional[str] = typer.Option(None, "--update", help="'projected' or 'riemannian' (default: projected)"),
     rho0: Optional[str] = typer.Option(None, "--rho0", help="initial alignment in [−1, 1] (default: a uniform start)"),
     compare_eta0: Optional[str] = typer.Option(None, "--compare-eta0", help="also predict the power-law schedule with this η0 (> 0)"),
     compare_k0: Optional[str] = typer.Option(None, "--compare-k0", help="its k0 (> 0; default: 1000)"),
     compare_power: Optional[str] = typer.Option(None, "--compare-power", help="its power (>= 0; default: 1)"),
-    seed: Optional[str] = typer.Option(None, "--seed", help="seed of the one-step moments (integer >= 0; default: 0)"),
     config: Optional[Path] = typer.Option(None, "--config", help="TOML file with a \\[model] table; flags override it"),
     out_dir: Path = typer.Option(Path("results/advise"), "--out", help="output directory (advice.parquet, advice.png, advice.pdf)"),
     plot: bool = typer.Option(True, "--plot/--no-plot", help="write advice.png and advice.pdf"),
@@ -58,15 +52,14 @@ def advise_cmd(
     from ..theory.advisor import advise_schedule
     from ..theory.effective import effective_dynamics
 
-    flags = dict(d=d, n_informative=n_informative, n_nuisance=n_nuisance, theta=theta,
-                 beta=beta, noise_std=noise_std, signal_sign=signal_sign)
-    model, _, _ = build_configs(flags, config, {**MODEL_DEFAULTS, "eta0": 0.01},
+    model_flags = {n: flags[n] for n in MODEL_FIELDS}
+    model, _, _ = build_configs(model_flags, config, {**MODEL_DEFAULTS, "eta0": 0.01},
                                 tables=("model",))
     tgt = _value(target, "target", Real(gt=0.0, lt=1.0), 0.9)
-    b = _value(batch, "batch", Integer(ge=1), 1)
-    upd = _value(update, "update", OneOf("projected", "riemannian"), "projected")
+    b = _value(flags["batch"], "batch", FIELD_TABLE["batch"], 1)
+    upd = _value(flags["update"], "update", FIELD_TABLE["update"], "projected")
     r0 = _value(rho0, "rho0", Opt(Real(ge=-1.0, le=1.0)), None)
-    sd = _value(seed, "seed", Integer(ge=0), 0)
+    sd = _value(flags["seed"], "seed", FIELD_TABLE["seed"], 0)
     cmp_step = None
     if compare_eta0 is not None:
         cmp_step = StepSize(eta0=_value(compare_eta0, "compare_eta0", Real(gt=0.0), None),

@@ -12,7 +12,9 @@ from rich.table import Table
 
 from ..config import ConfigError
 from . import app
-from ._common import build_configs, field_option, fmt, load_toml, out
+from ._common import (
+    MODEL_FIELDS, STEP_FIELDS, build_configs, config_options, fmt, load_toml, out,
+)
 
 #: Defaults of a bare ``attnsignal baseline``: the headline model (d = 100, R = 500,
 #: N = 10 000, θ = 0.25), 20 000 samples, 30 runs — a second or two for every method.
@@ -29,33 +31,20 @@ BASELINE_DEFAULTS = {
     "seed": 0,
     "record_every": None,
 }
-_STEP_FLAGS = ("eta0", "k0", "power")
-
-
-def _opt(name: str) -> Any:
-    return field_option(name, BASELINE_DEFAULTS[name])
 
 
 @app.command("baseline")
+@config_options(MODEL_FIELDS + STEP_FIELDS + ("steps", "runs", "seed", "record_every"),
+                BASELINE_DEFAULTS,
+                helps={"eta0": "Oja's step η0 (> 0); default: the asymptotically optimal "
+                               "1/(g (k + k0))",
+                       "k0": "k0 of Oja's schedule (> 0)",
+                       "power": "decay power of Oja's schedule (>= 0)",
+                       "steps": "samples per run (integer >= 1)"})
 def baseline_cmd(
+    flags: dict[str, Any],
     method: str = typer.Option("mean", "--method", metavar="NAME",
                                help="'mean', 'pca', 'oja' or 'oracle'"),
-    d: Optional[str] = _opt("d"),
-    n_informative: Optional[str] = _opt("n_informative"),
-    n_nuisance: Optional[str] = _opt("n_nuisance"),
-    theta: Optional[str] = _opt("theta"),
-    beta: Optional[str] = _opt("beta"),
-    noise_std: Optional[str] = _opt("noise_std"),
-    signal_sign: Optional[str] = _opt("signal_sign"),
-    eta0: Optional[str] = field_option("eta0", None, "Oja's step η0 (> 0); default: the "
-                                       "asymptotically optimal 1/(g (k + k0))"),
-    k0: Optional[str] = field_option("k0", None, "k0 of Oja's schedule (> 0)"),
-    power: Optional[str] = field_option("power", None, "decay power of Oja's schedule (>= 0)"),
-    steps: Optional[str] = field_option("steps", BASELINE_DEFAULTS["steps"],
-                                        "samples per run (integer >= 1)"),
-    runs: Optional[str] = _opt("runs"),
-    seed: Optional[str] = _opt("seed"),
-    record_every: Optional[str] = _opt("record_every"),
     record: Optional[str] = typer.Option(None, "--record", metavar="log|K1,K2,...",
                                          help="log-spaced records, or a comma-separated list "
                                               "of sample counts (overrides --record-every)"),
@@ -79,13 +68,8 @@ def baseline_cmd(
     from ..paths import check_output_dir
 
     check_output_dir(out_dir, "out")  # a file, read-only, too long...: before any work
-    flags = dict(
-        d=d, n_informative=n_informative, n_nuisance=n_nuisance, theta=theta, beta=beta,
-        noise_std=noise_std, signal_sign=signal_sign, steps=steps, runs=runs, seed=seed,
-        record_every=record_every,
-        eta0=eta0 if eta0 is not None else "1.0",  # validated below only for Oja
-        k0=k0, power=power,
-    )
+    eta0, k0, power = (flags[n] for n in STEP_FIELDS)
+    flags = {**flags, "eta0": eta0 if eta0 is not None else "1.0"}  # validated below only for Oja
     from_file = load_toml(config) if config is not None else {}
     step_given = any(f is not None for f in (eta0, k0, power)) or "step" in from_file
     model, step, run = build_configs(flags, config, BASELINE_DEFAULTS)
