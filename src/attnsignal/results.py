@@ -227,6 +227,9 @@ class Result:
             run = RunConfig.from_dict(man["run"])
             run_ids = np.asarray(man["run_ids"], dtype=np.int64).reshape(-1)
             dstep = np.asarray(man["diverged_step"], dtype=np.int64).reshape(-1)
+            timings = _optional_entry(man, "timings", dict, {})
+            version = _optional_entry(man, "version", str, "")
+            method = _optional_entry(man, "method", str, "sga")  # before baselines: attention
         except (ConfigError, TypeError, ValueError, AttributeError) as exc:
             raise ResultFileError(mpath, f"manifest holds an invalid entry ({exc})") from None
         fpath = Path(path) / (man.get("files", {}).get("frame", {}).get("name", "result.parquet"))
@@ -265,10 +268,21 @@ class Result:
             run_ids=run_ids,
             q_final=arrays["q_final"],
             q_records=arrays["q_records"],
-            timings=dict(man.get("timings", {})),
-            version=man.get("version", ""),
-            method=str(man.get("method", "sga")),  # manifests before baselines: attention
+            timings=dict(timings),
+            version=version,
+            method=method,
         )
+
+
+def _optional_entry(man: dict, key: str, kind: type, default: Any) -> Any:
+    """A manifest entry that older manifests may lack: ``default`` when absent, else it must be
+    a ``kind``; raises ``TypeError`` naming the key otherwise (``load`` turns it into one line)."""
+    if key not in man:
+        return default
+    value = man[key]
+    if not isinstance(value, kind):
+        raise TypeError(f"{key!r} must be a {kind.__name__}, got {value!r}")
+    return value
 
 
 def _schedule_from_dict(d: Any) -> StepSize:

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import time
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import attnsignal as asg
@@ -19,7 +20,8 @@ from attnsignal.theory import landscape, solve_ode
 
 from conftest import assert_finite_result, call
 
-PROPERTY = settings(max_examples=40, deadline=None, derandomize=True,
+# ATTNSIGNAL_HYPOTHESIS_EXAMPLES raises the examples per property for a deeper one-off search
+PROPERTY = settings(max_examples=int(os.environ.get("ATTNSIGNAL_HYPOTHESIS_EXAMPLES", "40")), deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow,
                                            HealthCheck.function_scoped_fixture])
 
@@ -119,6 +121,9 @@ def saved_result(tmp_path_factory):
 @given(key=st.sampled_from(["format", "model", "step", "run", "run_ids", "diverged_step",
                             "files", "timings", "version", "method", "has_q_final"]),
        value=_json_values, delete=st.booleans())
+@example(key="timings", value=None, delete=False)  # found by CI: was a TypeError traceback
+@example(key="version", value=[1], delete=False)
+@example(key="method", value={"a": 1}, delete=False)
 def test_a_damaged_manifest_loads_exactly_or_is_one_line(saved_result, key, value, delete):
     res, out, text = saved_result
     man = json.loads(text)
