@@ -230,7 +230,7 @@ class Result:
             timings = _optional_entry(man, "timings", dict, {})
             version = _optional_entry(man, "version", str, "")
             method = _optional_entry(man, "method", str, "sga")  # before baselines: attention
-        except (ConfigError, TypeError, ValueError, AttributeError) as exc:
+        except (ConfigError, TypeError, ValueError, AttributeError, OverflowError) as exc:
             raise ResultFileError(mpath, f"manifest holds an invalid entry ({exc})") from None
         fpath = Path(path) / (man.get("files", {}).get("frame", {}).get("name", "result.parquet"))
         missing = [c for c in FRAME_COLUMNS if c not in frame.columns]

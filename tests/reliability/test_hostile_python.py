@@ -124,6 +124,7 @@ def saved_result(tmp_path_factory):
 @example(key="timings", value=None, delete=False)  # found by CI: was a TypeError traceback
 @example(key="version", value=[1], delete=False)
 @example(key="method", value={"a": 1}, delete=False)
+@example(key="run_ids", value=9.223372036854776e+18, delete=False)  # int64 overflow
 def test_a_damaged_manifest_loads_exactly_or_is_one_line(saved_result, key, value, delete):
     res, out, text = saved_result
     man = json.loads(text)
