@@ -114,6 +114,7 @@ def test_effective_with_compare_is_one_table_with_both_gaps(tmp_path, capsys):
     (["--effective", "--steps", "60000000"], "steps"),
     (["--effective", "--steps", "2000000", "--record-every", "1"], "record"),
     (["--effective", "--update", "sideways"], "update"),
+    (["--effective", "--eta0", "1e300", "--steps", "50"], "step"),
 ])
 def test_effective_bad_input_is_one_line_and_exit_2(args, field, tmp_path, capsys):
     assert main(["ode", *MODEL_ARGS, *args, "--out", str(tmp_path / "x"), "--quiet"]) == 2

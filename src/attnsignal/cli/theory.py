@@ -351,7 +351,7 @@ def ode_cmd(
         run["steps"] = max(k_win, 1)
     rc = RunConfig(**{**run, "initial_alignment": r0})  # validated, with its default records
     if effective:
-        _check_effective(model, rc)
+        _check_effective(model, step, rc)
 
     t_grid = np.linspace(0.0, t_win, 601)
     traj = pd.DataFrame({"t": t_grid, "step": np.asarray(step.step_at_time(t_grid)),
@@ -454,11 +454,15 @@ def ode_cmd(
 
 #: Reduced draws per moment node of the effective dynamics (its default ``n_samples``).
 _EFF_DRAWS = 4000
+#: Largest standardised step of the effective dynamics (``η²`` must stay finite).
+_EFF_ETA_MAX = 1e150
 
 
-def _check_effective(model, rc: RunConfig) -> None:
+def _check_effective(model, step, rc: RunConfig) -> None:
     """Refuse, before any work, what the effective dynamics cannot do: a baseline method, more
-    steps than it integrates, minibatches larger than its draws or than memory holds (its
+    steps than it integrates, steps ``σ²η_k`` above ``1e150`` (its one-step moments are
+    normalised by ``η²``, which must stay finite — beyond it the drift is NaN and the law would
+    silently stand still), minibatches larger than its draws or than memory holds (its
     minibatch pool holds about ``3·91·n·B + 2·n·B²`` doubles, ``n`` = 4000 draws), or more
     records × grid nodes than it keeps (the grid has at most ``2⌈9/h⌉ + 1`` nodes,
     ``h = min(0.01, 0.1/√d)``)."""
@@ -470,6 +474,11 @@ def _check_effective(model, rc: RunConfig) -> None:
                           "predicts attention's SGA)", rc.method)
     if rc.steps > _MAX_STEPS:
         raise ConfigError("steps", f"must be <= {_MAX_STEPS:,} with --effective", rc.steps)
+    eta_max = float(np.max(step.eta(np.arange(rc.steps, dtype=np.int64)))) * model.noise_std ** 2
+    if not eta_max <= _EFF_ETA_MAX:
+        raise ConfigError("step", f"must keep σ²η_k <= {_EFF_ETA_MAX:g} with --effective (its "
+                          f"one-step moments are normalised by η²); largest σ²η_k = "
+                          f"{eta_max:.3g}", step.describe())
     if rc.batch > _EFF_DRAWS:
         raise ConfigError("batch", f"must be <= {_EFF_DRAWS} with --effective (the one-step "
                           "moments draw that many samples per node)", rc.batch)
@@ -492,13 +501,21 @@ def _run_effective(model, step, rc: RunConfig, r0: float, quiet: bool):
 
     with progress_bar(1, "effective dynamics", not quiet) as adv:
         try:
-            ed = effective_dynamics(
-                model, step, steps=rc.steps, initial_alignment=r0, batch=rc.batch,
-                update=rc.update, record_every=rc.record_every if rc.record is None else None,
-                record=rc.record, seed=rc.seed)
+            with warnings.catch_warnings(), np.errstate(all="ignore"):
+                warnings.simplefilter("ignore", RuntimeWarning)  # reported below, one line
+                ed = effective_dynamics(
+                    model, step, steps=rc.steps, initial_alignment=r0, batch=rc.batch,
+                    update=rc.update,
+                    record_every=rc.record_every if rc.record is None else None,
+                    record=rc.record, seed=rc.seed)
+                finite = bool(np.all(np.isfinite(ed.law)) and np.all(np.isfinite(ed.mean_abs)))
         except FloatingPointError as exc:
             raise UsageFailure(f"step: the effective dynamics must stay finite ({exc}); try a "
                                f"smaller --eta0; got {step.describe()}") from None
+        if not finite:
+            raise UsageFailure("step: the effective dynamics must stay finite (its law became "
+                               "NaN or infinite: the steps are too large for its one-step "
+                               f"moments); try a smaller --eta0; got {step.describe()}")
         adv(1)
     return ed
 
