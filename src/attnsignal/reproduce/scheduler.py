@@ -50,13 +50,15 @@ CHAIN_UPDATE_OVERHEAD = 32
 
 def task_cost(task: Task) -> float:
     """A task's cost in arbitrary units: runs × steps × batch × the cost of one sample — for
-    the chain, ``L + 32`` (it draws O(L) normals per sample, ``d`` is only a number of
+    the chain engines (no query vector), ``L + 32`` (it draws O(L) normals per sample, ``d`` is only a number of
     degrees of freedom, plus a fixed cost per update); for the other engines ``L·d``.
 
     Only the order of the estimates matters (which task starts first)."""
+    from ..engines import get_engine
+
     m = task.model
-    per_sample = (m.n_tokens + CHAIN_UPDATE_OVERHEAD if task.run.engine == "chain"
-                  else m.n_tokens * m.d)
+    chain_like = not get_engine(task.run.engine).capabilities.has_query  # chain, chain32
+    per_sample = m.n_tokens + CHAIN_UPDATE_OVERHEAD if chain_like else m.n_tokens * m.d
     return float(task.runs) * task.run.steps * task.run.batch * per_sample
 
 
