@@ -97,6 +97,25 @@ def test_the_first_failing_experiment_is_reported_with_its_own_error(monkeypatch
     assert not any(s.startswith("[T1] failed") for s in logged)
 
 
+def test_cli_exits_3_naming_the_failed_experiment_and_its_error(monkeypatch, tmp_path, capsys):
+    import attnsignal.reproduce.pipeline as pipeline
+    import attnsignal.reproduce.registry as registry
+    from attnsignal.cli import main
+
+    queued = threading.Event()
+    toy = (_Sweeper(queued), _Failing(queued))
+    monkeypatch.setattr(registry, "EXPERIMENTS", toy)
+    monkeypatch.setattr(pipeline, "EXPERIMENTS", toy)
+    code = main(["reproduce", "--quick", "--quiet", "--workers", "1", "--out",
+                 str(tmp_path / "out")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 3
+    assert err[-1].startswith("attnsignal: error: experiment T2 failed: ZeroDivisionError: "
+                              "T2's own deliberate error"), err[-1]
+    assert "Traceback" in err[0] and "in run" in "\n".join(err)  # T2's own traceback first
+    assert not any(SHUT_DOWN in line for line in err)
+
+
 def test_a_sweep_queued_after_shutdown_fails_at_once_instead_of_hanging(tmp_path):
     spec = SweepSpec.from_dict(sweep_spec(
         ModelConfig(d=4, n_informative=2, n_nuisance=3, theta=1.0), StepSize(0.05),
