@@ -41,6 +41,9 @@ __all__ = ["SharedPool", "task_cost", "warm_kernels"]
 #: reproduction) run first
 SMALL_SWEEP_COST = 2e8
 
+#: what a task gets that the pool will not run (queued at, or after, :meth:`SharedPool.shutdown`)
+SHUT_DOWN = "the reproduction's pool was shut down"
+
 #: fixed cost of one chain update (its χ² draws, stream set-up), in tokens' worth
 CHAIN_UPDATE_OVERHEAD = 32
 
@@ -116,6 +119,8 @@ class SharedPool:
         self._inflight = 0
         self._restarts = 0
         self._closed = False
+        self._shutdown_lock = threading.Lock()
+        self._pool_shut = False
         self._pool: ProcessPoolExecutor | None = None  # started by the first task
 
     def _new_pool(self) -> ProcessPoolExecutor:
@@ -131,9 +136,14 @@ class SharedPool:
         done: queue.Queue = queue.Queue()
         small = int(sum(task_cost(t) for t in tasks) > self.small_sweep_cost)
         with self._lock:
+            closed = self._closed
+            if not closed:
+                for t in tasks:
+                    heapq.heappush(self._heap, ((small, -task_cost(t)), next(self._seq), t, done))
+                self._dispatch()
+        if closed:  # nothing would ever run them: every task fails now, instead of a hang
             for t in tasks:
-                heapq.heappush(self._heap, ((small, -task_cost(t)), next(self._seq), t, done))
-            self._dispatch()
+                done.put((t, RuntimeError(SHUT_DOWN)))
         return (done.get() for _ in range(len(tasks)))
 
     def close(self) -> None:
@@ -160,9 +170,14 @@ class SharedPool:
             self._closed = True
             pending, self._heap = self._heap, []
         for _, _, t, done in pending:
-            done.put((t, RuntimeError("the reproduction's pool was shut down")))
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
+            done.put((t, RuntimeError(SHUT_DOWN)))
+        # several threads may call this at once (the failing experiment, the others, the
+        # pipeline's finally): the process pool is shut down once — a second concurrent
+        # ProcessPoolExecutor.shutdown closes its queues twice (OSError: bad file descriptor)
+        with self._shutdown_lock:
+            if self._pool is not None and not self._pool_shut:
+                self._pool.shutdown(wait=True, cancel_futures=True)
+                self._pool_shut = True
 
     # -- dispatching -----------------------------------------------------------------------
 
