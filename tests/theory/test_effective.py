@@ -175,3 +175,12 @@ def test_a_block_budget_bounds_the_evolution_with_one_line():
     capped = effective_dynamics(model, step, steps=40, record_every=10, n_samples=300,
                                 max_blocks=int(free.timings["blocks"]))
     np.testing.assert_array_equal(free.mean_abs, capped.mean_abs)
+
+
+def test_a_step_whose_square_overflows_is_refused_not_a_frozen_law():
+    """σ²η above 1e150: η² in the normalised moments would overflow, the drift turn NaN and
+    the law stand still while looking finite; refused with one line naming the step."""
+    model = ModelConfig(d=10, n_informative=20, n_nuisance=60, theta=0.6)
+    with pytest.raises(ConfigError, match="step"):
+        effective_dynamics(model, StepSize(eta0=1e300, k0=10.0, power=1.0), steps=10,
+                           n_samples=200)

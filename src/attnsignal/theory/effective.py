@@ -101,6 +101,9 @@ _ETA_CHANGE = 0.01        # largest relative change of η within a sub-block
 _MOVE = 0.02              # largest mean displacement of a non-stiff node per sub-block (in z)
 _NODE_DZ = 0.2            # spacing of the moment nodes in z
 _MAX_GRID = 20_001
+#: largest standardised step ``σ²η`` (its square must stay finite: beyond ~1e154 the drift
+#: would be NaN and the law would silently stand still)
+MAX_STD_STEP = 1e150
 _MAX_STEPS = 50_000_000
 _MAX_LAW = 60_000_000     # doubles kept for the law (records × grid)
 
@@ -752,6 +755,10 @@ def effective_dynamics(model: ModelConfig, step: Any, *, steps: int,
         raise ConfigError("step", "must give finite step sizes > 0", step)
     s2 = model.noise_std ** 2
     eta_std = etas * s2
+    if not float(eta_std.max()) <= MAX_STD_STEP:
+        raise ConfigError("step", f"must keep σ²η_k <= {MAX_STD_STEP:g} (the one-step moments "
+                          "are normalised by η², which must stay finite)",
+                          f"largest σ²η_k = {float(eta_std.max()):.3g}")
     d = model.d
 
     # ---- grid
