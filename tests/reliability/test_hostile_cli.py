@@ -111,6 +111,8 @@ SIZE_CASES = {
     "landscape exact noise=1e-300": ["landscape", "--methods", "exact", "--noise-std", "1e-300"],
     "ode compare steps=10^30": ["ode", "--compare", "--steps", E30],
     "ode compare runs=10^30": ["ode", "--compare", "--runs", E30],
+    "ode effective steps=10^30": ["ode", "--effective", "--steps", E30],
+    "ode effective batch=10^30": ["ode", "--effective", "--batch", E30],
     "reproduce workers=10^30": ["reproduce", "--workers", E30],
 }
 
@@ -118,17 +120,25 @@ SIZE_CASES = {
 def _with_overrides(cmd: str, extra: list[str], spec: Path) -> list[str]:
     """FAST[cmd] with the flags in ``extra`` replacing its own."""
     base = _argv(cmd, spec)
-    flags = {extra[i]: extra[i + 1] for i in range(0, len(extra) - 1, 2) if extra[i].startswith("--")}
+    flags: dict[str, str | None] = {}  # a flag followed by another flag is a switch (None)
+    i = 0
+    while i < len(extra):
+        if i + 1 < len(extra) and not extra[i + 1].startswith("--"):
+            flags[extra[i]] = extra[i + 1]
+            i += 2
+        else:
+            flags[extra[i]] = None
+            i += 1
     out, i = [base[0]], 1
     while i < len(base):
         a = base[i]
         if a in flags:
-            i += 2
+            i += 1 if flags[a] is None else 2
             continue
         out.append(a)
         i += 1
     for k, v in flags.items():
-        out += [k, v]
+        out += [k] if v is None else [k, v]
     return out
 
 

@@ -26,7 +26,7 @@ import pandas as pd
 import typer
 from rich.table import Table
 
-from ..config import NotRobbinsMonroWarning
+from ..config import ConfigError, NotRobbinsMonroWarning, RunConfig
 from ..paths import check_output_dir
 from ..validation import Integer, OneOf, Real, Sequence
 from . import UsageFailure, app
@@ -252,20 +252,30 @@ def landscape_cmd(
 
 
 @app.command("ode")
-@config_options(MODEL_FIELDS + STEP_FIELDS + ("runs", "steps", "seed"),
+@config_options(MODEL_FIELDS + STEP_FIELDS
+                + ("runs", "steps", "seed", "batch", "update", "record_every", "record"),
                 {**MODEL_DEFAULTS, **STEP_DEFAULTS, "runs": 30, "seed": 0,
-                 "steps": "the step index of t-max"},
+                 "steps": "the step index of t-max", "batch": 1, "update": "projected",
+                 "record_every": "steps // 200", "record": "linear"},
                 {"beta": "inverse temperature β (> 0, βσ <= 12)",
                  "runs": "--compare: independent runs (integer >= 1)",
-                 "steps": "--compare: SGA updates per run (integer >= 1)",
-                 "seed": "--compare: root seed (integer >= 0)"})
+                 "steps": "--compare, --effective: SGA updates per run (integer >= 1)",
+                 "seed": "--compare: root seed of the runs; --effective: seed of the one-step "
+                         "moments (integer >= 0)",
+                 "batch": "--compare, --effective: minibatch size B (integer >= 1)",
+                 "update": "--compare, --effective: update rule ('projected' or 'riemannian')",
+                 "record_every": "--compare, --effective: record every this many steps "
+                                 "(integer >= 1)",
+                 "record": "--compare, --effective: recorded steps: 'linear', 'log' or a "
+                           "comma-separated list of step indices"})
 def ode_cmd(
     flags: dict,
     rho0: Optional[str] = option("--rho0", _RHO0, RHO0_DEFAULT, "initial alignment ρ0 in [−1, 1] (0 is a fixed point when the landscape is even, e.g. --signal-sign random)"),
     t_max: Optional[str] = option("--t-max", _T_MAX, "1.25 × the last hitting time", "ODE time horizon (> 0)"),
     compare: bool = typer.Option(False, "--compare", help="also simulate with the chain engine from ρ0 and overlay the mean and 10–90 % band"),
+    effective: bool = typer.Option(False, "--effective", help="also predict the law of ρ_k at finite step and dimension (effective dynamics): mean |ρ| and 10–90 % band of |ρ|"),
     config: Optional[Path] = typer.Option(None, "--config", help="TOML file with \\[model], \\[step], \\[run] tables; flags override it (\\[run] initial_alignment is the default ρ0)"),
-    out_dir: Path = typer.Option(Path("results/ode"), "--out", help="output directory (trajectory.parquet, ode.png, ode.pdf; with --compare also compare.parquet and simulation/)"),
+    out_dir: Path = typer.Option(Path("results/ode"), "--out", help="output directory (trajectory.parquet, ode.png, ode.pdf; with --compare also compare.parquet and simulation/; with --effective also effective.parquet)"),
     plot: bool = typer.Option(True, "--plot/--no-plot", help="write ode.png and ode.pdf"),
     quiet: bool = typer.Option(False, "--quiet", help="no progress bar"),
 ) -> None:
@@ -275,7 +285,13 @@ def ode_cmd(
     schedule), the fixed points and the verdict. Writes OUT/trajectory.parquet (t, step, rho)
     and OUT/ode.{png,pdf}. With --compare, simulates --runs chain-engine runs from ρ0, overlays
     their mean and 10–90 % band, prints the max gap to the ODE and writes OUT/compare.parquet
-    and OUT/simulation/.
+    and OUT/simulation/. With --effective, adds the effective dynamics (the law of ρ_k at finite
+    step and dimension, attnsignal.theory.effective) over --steps updates at the same records:
+    its mean |ρ| and 10–90 % band of |ρ| in the figure (on the same ODE-time axis, steps on
+    top), OUT/effective.parquet and a printed summary; with both, the figure and
+    OUT/compare.parquet hold the simulation, the limiting ODE and the effective dynamics in
+    |ρ|, and the max gaps of both theories to the simulated mean |ρ| are printed with their
+    standard errors.
     """
     from ..simulate import DivergenceWarning, simulate
     from ..theory import OdeSolution, landscape_verdict, solve_ode, tracking, vector_field
@@ -321,7 +337,7 @@ def ode_cmd(
         t_win = 20.0 / max(scale, 1e-300)
         t_win = t_win if stationary else min(sol.t_end, t_win)
 
-    if compare and not steps_given:  # before anything is written
+    if (compare or effective) and not steps_given:  # before anything is written
         k_win = int(step.step_at_time(t_win))
         if k_win > _K_UNREACHABLE:
             raise UsageFailure(
@@ -333,6 +349,9 @@ def ode_cmd(
                 f"steps: the schedule needs {k_win:,} steps to reach t = {t_win:.4g} (more "
                 f"than {_MAX_AUTO_STEPS:,}); pass --steps or a smaller --t-max; got no --steps")
         run["steps"] = max(k_win, 1)
+    rc = RunConfig(**{**run, "initial_alignment": r0})  # validated, with its default records
+    if effective:
+        _check_effective(model, step, rc)
 
     t_grid = np.linspace(0.0, t_win, 601)
     traj = pd.DataFrame({"t": t_grid, "step": np.asarray(step.step_at_time(t_grid)),
@@ -368,12 +387,23 @@ def ode_cmd(
         cmp["mode"] = tr.mode
         _write_parquet(cmp, out_dir / "compare.parquet")
 
+    ed = eff_frame = gaps = None
+    if effective:
+        ed = _run_effective(model, step, rc, r0, quiet)
+        ode_at = (lambda t: np.full(np.shape(t), r0)) if stationary else sol
+        eff_frame = _effective_frame(ed, ode_at)
+        _write_parquet(eff_frame, out_dir / "effective.parquet")
+        if result is not None:
+            cmp, gaps = _effective_compare(cmp, result, ed, ode_at, keep)
+            _write_parquet(cmp, out_dir / "compare.parquet")
+
     paths = []
     if plot:
         with progress_bar(1, "figure", not quiet) as adv:
             paths = plot_ode(model, r0, out_dir / "ode", step=step, result=result,
                              t_max=t_win, targets=TARGETS,
-                             band="quantile", T=None if tr is None else tr.T, solution=sol)
+                             band="quantile", T=None if tr is None else tr.T, solution=sol,
+                             effective=ed)
             adv(1)
 
     out.print(f"ODE from ρ0 = {r0:+.6g}; {_model_line(model)}", soft_wrap=True)
@@ -408,7 +438,175 @@ def ode_cmd(
         out.print(f"max gap |mean {what} − ODE| = {tr.gap:.4g} at t = {tr.gap_time:.4g} "
                   f"(over t <= {tr.T:.4g}); ODE inside mean ± 1.96 se at "
                   f"{tr.fraction_inside:.0%} of the records", soft_wrap=True)
+    if ed is not None:
+        _print_effective(ed, eff_frame, rc, r0, TARGETS, sol, stationary)
+    if gaps is not None:
+        _print_gaps(gaps, tr.runs)
     files = [out_dir / "trajectory.parquet", *paths]
     if tr is not None:
         files += [out_dir / "compare.parquet", out_dir / "simulation"]
+    if ed is not None:
+        files += [out_dir / "effective.parquet"]
     out.print(f"written to {out_dir}/: " + ", ".join(p.name for p in files), soft_wrap=True)
+
+
+# --------------------------------------------------------------------------- ode --effective
+
+#: Reduced draws per moment node of the effective dynamics (its default ``n_samples``).
+_EFF_DRAWS = 4000
+#: Largest standardised step of the effective dynamics (``η²`` must stay finite).
+_EFF_ETA_MAX = 1e150
+
+
+def _check_effective(model, step, rc: RunConfig) -> None:
+    """Refuse, before any work, what the effective dynamics cannot do: a baseline method, more
+    steps than it integrates, steps ``σ²η_k`` above ``1e150`` (its one-step moments are
+    normalised by ``η²``, which must stay finite — beyond it the drift is NaN and the law would
+    silently stand still), minibatches larger than its draws or than memory holds (its
+    minibatch pool holds about ``3·91·n·B + 2·n·B²`` doubles, ``n`` = 4000 draws), or more
+    records × grid nodes than it keeps (the grid has at most ``2⌈9/h⌉ + 1`` nodes,
+    ``h = min(0.01, 0.1/√d)``)."""
+    from ..limits import check_memory
+    from ..theory.effective import _MAX_GRID, _MAX_LAW, _MAX_STEPS
+
+    if rc.method != "sga":
+        raise ConfigError("method", "must be 'sga' with --effective (the effective dynamics "
+                          "predicts attention's SGA)", rc.method)
+    if rc.steps > _MAX_STEPS:
+        raise ConfigError("steps", f"must be <= {_MAX_STEPS:,} with --effective", rc.steps)
+    eta_max = float(np.max(step.eta(np.arange(rc.steps, dtype=np.int64)))) * model.noise_std ** 2
+    if not eta_max <= _EFF_ETA_MAX:
+        raise ConfigError("step", f"must keep σ²η_k <= {_EFF_ETA_MAX:g} with --effective (its "
+                          f"one-step moments are normalised by η²); largest σ²η_k = "
+                          f"{eta_max:.3g}", step.describe())
+    if rc.batch > _EFF_DRAWS:
+        raise ConfigError("batch", f"must be <= {_EFF_DRAWS} with --effective (the one-step "
+                          "moments draw that many samples per node)", rc.batch)
+    n, b = float(_EFF_DRAWS), float(rc.batch)
+    check_memory("batch", 8.0 * (3 * 91 * n * b + 2 * n * b * b),
+                 f"the effective dynamics' minibatch pool (B = {rc.batch})", rc.batch)
+    h = min(0.01, 0.1 / math.sqrt(model.d))
+    grid = min(_MAX_GRID, 2 * math.ceil(9.0 / h) + 1)
+    n_rec = rc.n_records()
+    if n_rec * grid > _MAX_LAW:
+        raise ConfigError("record", f"must give at most {_MAX_LAW // grid:,} records with "
+                          f"--effective (it keeps the law on {grid:,} grid nodes at every "
+                          "record)", f"{n_rec:,} records")
+
+
+def _run_effective(model, step, rc: RunConfig, r0: float, quiet: bool):
+    """The effective dynamics over ``rc.steps`` updates from ``ρ0 = r0`` at ``rc``'s records
+    (the same records as the simulation), batch, update rule and seed."""
+    from ..theory.effective import effective_dynamics
+
+    with progress_bar(1, "effective dynamics", not quiet) as adv:
+        try:
+            with warnings.catch_warnings(), np.errstate(all="ignore"):
+                warnings.simplefilter("ignore", RuntimeWarning)  # reported below, one line
+                ed = effective_dynamics(
+                    model, step, steps=rc.steps, initial_alignment=r0, batch=rc.batch,
+                    update=rc.update,
+                    record_every=rc.record_every if rc.record is None else None,
+                    record=rc.record, seed=rc.seed)
+                finite = bool(np.all(np.isfinite(ed.law)) and np.all(np.isfinite(ed.mean_abs)))
+        except FloatingPointError as exc:
+            raise UsageFailure(f"step: the effective dynamics must stay finite ({exc}); try a "
+                               f"smaller --eta0; got {step.describe()}") from None
+        if not finite:
+            raise UsageFailure("step: the effective dynamics must stay finite (its law became "
+                               "NaN or infinite: the steps are too large for its one-step "
+                               f"moments); try a smaller --eta0; got {step.describe()}")
+        adv(1)
+    return ed
+
+
+def _effective_frame(ed, ode_at) -> pd.DataFrame:
+    """OUT/effective.parquet: one row per record."""
+    q10, q50, q90 = ed.quantile([0.1, 0.5, 0.9])
+    ode = np.asarray(ode_at(ed.ode_time), dtype=np.float64)
+    return pd.DataFrame({
+        "step": ed.steps, "t": ed.ode_time, "ode_rho": ode, "ode_abs_rho": np.abs(ode),
+        "effective_mean_abs_rho": ed.mean_abs, "effective_mean_rho": ed.mean,
+        "effective_q10_abs_rho": q10, "effective_q50_abs_rho": q50,
+        "effective_q90_abs_rho": q90})
+
+
+def _gap(sim: np.ndarray, se: np.ndarray, pred: np.ndarray, steps: np.ndarray,
+         t: np.ndarray) -> dict:
+    """Largest ``|sim − pred|`` over the records, where it occurs, the simulation's standard
+    error there, and the largest ``|sim − pred| − 3 se``."""
+    diff = np.abs(sim - pred)
+    j = int(np.argmax(diff))
+    return {"gap": float(diff[j]), "step": int(steps[j]), "t": float(t[j]),
+            "se": float(se[j]), "excess_3se": float(np.max(diff - 3.0 * se))}
+
+
+def _effective_compare(cmp: pd.DataFrame, result, ed, ode_at, keep: np.ndarray
+                       ) -> tuple[pd.DataFrame, dict]:
+    """compare.parquet with |ρ| columns of the simulation, the ODE and the effective dynamics
+    on the simulation's records (``t <= T``), and the gaps of both theories to the simulated
+    mean |ρ| (:func:`_gap`) with the share of (run, record) pairs after the first 5 % of the
+    records inside the effective 10–90 % band."""
+    steps = np.asarray(result.steps)
+    if not np.array_equal(steps, ed.steps):  # same RunConfig: a bug if they differ
+        raise RuntimeError("ode --effective: the simulation's and the effective dynamics' "
+                           "records differ")
+    ok = ~np.asarray(result.diverged, dtype=bool)
+    vals = np.abs(np.asarray(result.alignment, dtype=np.float64)[ok][:, keep])
+    runs = vals.shape[0]
+    mean = vals.mean(axis=0)
+    se = vals.std(axis=0, ddof=1) / math.sqrt(runs) if runs > 1 else np.zeros_like(mean)
+    t = np.asarray(result.ode_time, dtype=np.float64)[keep]
+    ode_abs = np.abs(np.asarray(ode_at(t), dtype=np.float64))
+    eq10, eq90 = (q[keep] for q in ed.quantile([0.1, 0.9]))
+    cmp = cmp.copy()
+    cmp["sim_mean_abs_rho"] = mean
+    cmp["sim_se_abs_rho"] = se
+    cmp["sim_q10_abs_rho"] = np.quantile(vals, 0.1, axis=0)
+    cmp["sim_q90_abs_rho"] = np.quantile(vals, 0.9, axis=0)
+    cmp["ode_abs_rho"] = ode_abs
+    cmp["effective_mean_abs_rho"] = ed.mean_abs[keep]
+    cmp["effective_q10_abs_rho"] = eq10
+    cmp["effective_q90_abs_rho"] = eq90
+    first = int(math.ceil(0.05 * t.size))
+    inside = (vals >= eq10) & (vals <= eq90)
+    gaps = {"ode": _gap(mean, se, ode_abs, steps[keep], t),
+            "effective": _gap(mean, se, ed.mean_abs[keep], steps[keep], t),
+            "band": float(inside[:, first:].mean()) if first < t.size else math.nan}
+    return cmp, gaps
+
+
+def _print_effective(ed, frame: pd.DataFrame, rc: RunConfig, r0: float, targets, sol,
+                     stationary: bool) -> None:
+    out.print(f"effective dynamics: law of ρ_k over {rc.steps:,} steps from ρ0 = {r0:+.6g} "
+              f"(batch {rc.batch}, {rc.update} update, moments seed {rc.seed}; "
+              f"{ed.timings['total_s']:.2f} s)", soft_wrap=True)
+    table = Table(title="effective dynamics: predicted |ρ_k| beside the limiting ODE")
+    for head in ("step k", "ODE time t", "ODE ρ(t)", "mean |ρ_k|", "10 % of |ρ_k|",
+                 "90 % of |ρ_k|"):
+        table.add_column(head, justify="right")
+    for i in _subgrid(len(frame), 9):
+        r = frame.iloc[i]
+        table.add_row(f"{int(r['step']):,}", f"{r['t']:.4g}", f"{r['ode_rho']:+.4f}",
+                      f"{r['effective_mean_abs_rho']:.4f}", f"{r['effective_q10_abs_rho']:.4f}",
+                      f"{r['effective_q90_abs_rho']:.4f}")
+    out.print(table)
+    for x in targets:
+        k = ed.hitting_step(x)
+        k_ode = sol.hitting_steps.get(x, -1) if not stationary else -1
+        eff = f"step {k:,} (first record)" if k >= 0 else f"not by step {rc.steps:,}"
+        ode = f"step {k_ode:,}" if 0 <= k_ode <= _K_UNREACHABLE else "never"
+        out.print(f"mean |ρ| >= {x:g}: effective dynamics {eff}; limiting ODE {ode}",
+                  soft_wrap=True)
+
+
+def _print_gaps(gaps: dict, runs: int) -> None:
+    """One line per theory: its largest gap to the simulated mean |ρ| with the standard error
+    of that mean there, and the largest excess over 3 standard errors."""
+    for name, key in (("limiting ODE", "ode"), ("effective dynamics", "effective")):
+        g = gaps[key]
+        out.print(f"max gap |sim mean |ρ| − {name}| = {g['gap']:.4g} ± {g['se']:.2g} (se of "
+                  f"the mean over {runs} runs) at step {g['step']:,} (t = {g['t']:.4g}); "
+                  f"max(gap − 3 se) = {g['excess_3se']:+.4g}", soft_wrap=True)
+    out.print(f"effective 10–90 % band of |ρ| holds {gaps['band']:.1%} of the (run, record) "
+              "pairs after the first 5 % of the records (80 % expected)", soft_wrap=True)

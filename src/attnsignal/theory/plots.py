@@ -127,7 +127,8 @@ def plot_landscape(model: ModelConfig, path_stem: str | Path, *,
 def plot_ode(model: ModelConfig, rho0: float, path_stem: str | Path, *,
              step: Schedule | None = None, result=None, t_max: float | None = None,
              targets: Sequence[float] = DEFAULT_TARGETS, band: str = "se",
-             T: float | None = None, solution: OdeSolution | None = None) -> list[Path]:
+             T: float | None = None, solution: OdeSolution | None = None,
+             effective=None) -> list[Path]:
     """``ρ(t)`` of the limiting ODE from ``rho0`` with its hitting times of ``|ρ| = targets``;
     with ``result`` (a simulation) its mean on the same ODE-time axis with a band — ``band="se"``
     (default): mean ± 1.96 se; ``"quantile"``: the 10–90 % quantiles of the runs — and the ODE
@@ -135,6 +136,10 @@ def plot_ode(model: ModelConfig, rho0: float, path_stem: str | Path, *,
     ``T`` is the horizon of the reported max gap (default: the whole simulation). With ``step``
     a secondary axis of step indices. ``solution``: an :class:`OdeSolution` from ``rho0``
     already at hand (drawn as is, with its hitting times) instead of solving again.
+    ``effective``: an :class:`~attnsignal.theory.effective.EffectiveDynamics` (same schedule):
+    its predicted mean ``|ρ|`` and 10–90 % band of ``|ρ|`` are drawn on the same ODE-time
+    axis (``t_k = Σ_{j<k} η_j`` of its records), and then every curve is drawn in ``|ρ|`` (the
+    simulation's mean and band of ``|ρ|``, the ODE's ``|ρ(t)|``).
     Returns the paths. Raises ``ConfigError`` for bad input."""
     sol = solution if solution is not None else solve_ode(model, rho0, step=step,
                                                           targets=targets)
@@ -147,10 +152,16 @@ def plot_ode(model: ModelConfig, rho0: float, path_stem: str | Path, *,
         t_max = max(t_max, 1e-12)
     t = np.linspace(0.0, t_max, 600)
     fig, ax = plt.subplots(figsize=(7.5, 4.5))
-    ax.plot(t, sol(t), color="#1f4e79", lw=2.2, label=f"ODE from ρ0 = {sol.rho0:.3g}", zorder=4)
+    absolute = effective is not None
+    if absolute:
+        ax.plot(t, np.abs(sol(t)), color="#1f4e79", lw=2.2,
+                label=f"limiting ODE |ρ(t)| from ρ0 = {sol.rho0:.3g}", zorder=4)
+    else:
+        ax.plot(t, sol(t), color="#1f4e79", lw=2.2, label=f"ODE from ρ0 = {sol.rho0:.3g}",
+                zorder=4)
     if result is not None:
         tr = tracking(result, model, T)
-        what = " |ρ|" if tr.mode == "abs" else " ρ"
+        what = " |ρ|" if tr.mode == "abs" or absolute else " ρ"
         ok = ~np.asarray(result.diverged, dtype=bool)
         same_start = bool(np.allclose(np.asarray(result.alignment)[ok, 0], sol.rho0,
                                       rtol=0.0, atol=1e-12))
@@ -159,7 +170,7 @@ def plot_ode(model: ModelConfig, rho0: float, path_stem: str | Path, *,
 
             keep = np.asarray(result.ode_time) <= tr.T + 1e-12 * max(1.0, tr.T)
             vals = np.asarray(result.alignment, dtype=np.float64)[ok][:, keep]
-            if tr.mode == "abs":
+            if tr.mode == "abs" or absolute:
                 vals = np.abs(vals)
             _, lo, hi = _band(vals, 10, 90)
             ax.fill_between(tr.t, lo, hi, color="#d95f02", alpha=0.25, lw=0,
@@ -168,12 +179,25 @@ def plot_ode(model: ModelConfig, rho0: float, path_stem: str | Path, *,
         else:
             ax.fill_between(tr.t, tr.lower, tr.upper, color="#d95f02", alpha=0.25, lw=0)
             lab = f"simulation mean{what} ± 1.96 se ({tr.runs} runs)"
-        if same_start:
+        sim_mean = tr.sim_mean
+        if absolute:
+            sim_mean = np.abs(np.asarray(result.alignment, dtype=np.float64)[ok]
+                              )[:, :tr.t.size].mean(axis=0)
+        elif same_start:
             lab += f"; max gap to the ODE {tr.gap:.3g}"
-        ax.plot(tr.t, tr.sim_mean, color="#d95f02", lw=1.4, label=lab)
+        ax.plot(tr.t, sim_mean, color="#d95f02", lw=1.4, label=lab)
         if not same_start:
             ax.plot(tr.t, tr.ode, ":", color="k", lw=1.4,
                     label=f"ODE from the runs' starts (max gap {tr.gap:.3g})")
+    if absolute:
+        te = np.asarray(effective.ode_time)
+        show = te <= t_max * (1 + 1e-12)
+        q10, q90 = effective.quantile([0.1, 0.9])
+        ax.fill_between(te[show], q10[show], q90[show], facecolor="none", edgecolor="#7570b3",
+                        hatch="////", lw=0.0, label="effective dynamics: 10–90 % of |ρ|",
+                        zorder=3)
+        ax.plot(te[show], effective.mean_abs[show], "--", color="#7570b3", lw=1.8,
+                label="effective dynamics: mean |ρ|", zorder=5)
     colors = ["#66a61e", "#e7298a", "#a6761d", "#666666"]
     for i, (x, h) in enumerate(sol.hitting_times.items()):
         if np.isfinite(h) and h <= t_max:
@@ -183,8 +207,11 @@ def plot_ode(model: ModelConfig, rho0: float, path_stem: str | Path, *,
                 k = sol.hitting_steps[x]
                 txt += f" (step {k:,})" if k <= 10 ** 12 else " (no step: Σ η_k < t)"
             ax.axvline(h, color=c, ls="--", lw=1, label=txt)
-    ax.set(xlabel="ODE time t = Σ η_k", ylabel="alignment ρ", xlim=(0, t_max))
-    ax.set_title("limiting ODE  dρ/dt = (1 − ρ²) Φ'(ρ)\n" + _title(model),
+    ax.set(xlabel="ODE time t = Σ η_k", ylabel="|ρ|" if absolute else "alignment ρ",
+           xlim=(0, t_max))
+    head = "limiting ODE  dρ/dt = (1 − ρ²) Φ'(ρ)"
+    head += " and effective dynamics (finite η, d)" if absolute else ""
+    ax.set_title(head + "\n" + _title(model),
                  pad=30 if step is not None else 6)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="best")
