@@ -155,8 +155,10 @@ def test_effective_dynamics_row_fails_on_a_prediction_shifted_by_005(plan):
     row = _effective_check(plan, sim, se, truth + 0.05)
     assert row.verdict == "FAIL" and row.failed
     assert _effective_check(plan, sim, se, truth - 0.05).verdict == "FAIL"
-    # the tolerance is stated, with its standard-error allowance
-    assert row.tolerance == "|gap| ≤ 0.01 + 3 SE at every record"
+    # the tolerance is stated, with its standard-error allowance (quick: looser, at its
+    # larger step)
+    tol = "0.01" if plan.mode == "full" else "0.025"
+    assert row.tolerance == f"|gap| ≤ {tol} + 3 SE at every record"
 
 
 def test_path_gap_is_the_largest_gap_and_its_excess_over_z_standard_errors():

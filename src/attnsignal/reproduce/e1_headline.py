@@ -47,7 +47,12 @@ class E1Plan(PlanSection):
 
     Quick: 8 runs of 20 000 samples with a larger step; the claims' tolerances are loosened to
     what that budget reaches (min ≥ 0.95, mean ≥ 0.98: the quick runs end at 0.988 ± 0.002,
-    so the mean claim has a margin of 4 standard deviations of the run-to-run spread)."""
+    so the mean claim has a margin of 4 standard deviations of the run-to-run spread). The
+    effective-dynamics check is 0.025 + 3 SE in quick mode: at its step η0 = 0.05 (full:
+    0.03) the effective dynamics is off by up to ~0.015 at d = 1000 (measured: largest gap
+    0.0235, 0.0126 above 3 SE, 8 runs, seed 2606; the prediction leads the runs by 0.02 around
+    k = 4 000 and trails them by 0.013 around k = 16 000), an error of the diffusion
+    approximation at large η (docs/effective-dynamics.md)."""
 
     model: ModelConfig = ModelConfig(d=100, n_informative=500, n_nuisance=10_000, theta=0.25)
     big_d: int = 1000
@@ -69,8 +74,9 @@ class E1Plan(PlanSection):
     # the effective dynamics beside the runs: reduced draws per moment node, and the check at
     # d = big_d: |simulated mean |ρ| − predicted| ≤ effective_tol + effective_se × SE at every
     # record (SE: standard error of the simulated mean there). The SE allowance is what the
-    # runs can resolve: during the escape the runs' |ρ| spread by ~0.05 at d = 1000, so with
-    # 30 runs (8 quick) one SE is up to ~0.01 (0.02) and a bare 0.01 would fail on noise.
+    # runs can resolve: early in the escape one SE of the mean |ρ| is 0.004–0.013 with 8 runs
+    # at d = 1000 (quick, seed 2606), several thousandths with 30, so a bare 0.01 would be
+    # decided by noise.
     effective_samples: int = 4000
     effective_tol: float = 0.01
     effective_se: float = 3.0
@@ -88,7 +94,8 @@ class E1Plan(PlanSection):
     def quick(cls) -> "E1Plan":
         return cls(runs=8, steps=20_000, step=StepSize(eta0=0.05, k0=1000.0, power=1.0),
                    records=80, theory_samples=1000, literal_runs=2, literal_steps=100,
-                   min_final_abs=0.95, mean_final_abs=0.98, effective_samples=1000)
+                   min_final_abs=0.95, mean_final_abs=0.98, effective_samples=1000,
+                   effective_tol=0.025)
 
     @property
     def record_every(self) -> int:
@@ -305,8 +312,9 @@ class E1Headline(Experiment[E1Plan, E1Measurements]):
             "simulation trails the limiting ODE early on, where the step is largest (the "
             "finite-step correction, E5); the effective dynamics — the law of ρ_k evolved "
             "with the exact finite-η one-step drift and diffusion, from the exact law of a "
-            f"uniform start, {p.effective_samples} reduced draws per moment node — follows "
-            "the runs at both dimensions."
+            f"uniform start, {p.effective_samples} reduced draws per moment node — predicts "
+            "the runs at their own step and dimension; the claims table checks it at "
+            f"d = {p.big_d}."
         )
         sec.para(
             f"Literal spot check: {p.literal_runs} runs of the literal O(L·d) algorithm, "

@@ -167,7 +167,7 @@ class E5Tracking(Experiment[E5Plan, E5Measurements]):
                       f"ρ0={p.rho0}")
         ax1.grid(alpha=0.3)
         ax1.legend(fontsize=8)
-        ax2.loglog(p.eta0s, m.gaps, "o-", color="navy", label="largest gap on [0, T]")
+        ax2.loglog(p.eta0s, m.gaps, "o-", color="navy", label="largest gap to the limiting ODE")
         ax2.loglog(p.eta0s, m.gaps[0] * np.asarray(p.eta0s) / p.eta0s[0], ":",
                    color="gray", label="∝ η0")
         ax2.loglog(p.eta0s, m.effective_gaps, "s-", color="tab:green",
@@ -208,7 +208,9 @@ class E5Tracking(Experiment[E5Plan, E5Measurements]):
             f"Monte-Carlo noise — halving η0 halves it — so with {p.runs} runs the ODE lies "
             "outside the ± 1.96 se band of the mean even as the gap goes to zero."
         )
-        within = all(x <= 0 for x in m.effective_excess)
+        # (1e-4: at k = 0 both are the point mass at ρ0, the prediction's between two grid
+        # nodes, 3e-7 off, where the runs' SE is 0)
+        within = all(x <= 1e-4 for x in m.effective_excess)
         sec.para(
             f"The effective dynamics (same schedules, steps, records and start ρ0 = {p.rho0}; "
             f"{p.effective_samples} reduced draws per moment node) has largest gaps "
@@ -218,7 +220,7 @@ class E5Tracking(Experiment[E5Plan, E5Measurements]):
                "every η0: it removes the O(η) bias of the limit, its remaining gap is the "
                "Monte-Carlo error of the runs." if within else
                "; it exceeds 3 standard errors of the simulated mean at some record for η0 = "
-               + ", ".join(f"{e:g}" for e, x in zip(p.eta0s, m.effective_excess) if x > 0)
+               + ", ".join(f"{e:g}" for e, x in zip(p.eta0s, m.effective_excess) if x > 1e-4)
                + f" (by at most {max(m.effective_excess):.4f}).")
         )
         largest = p.eta0s[0]
