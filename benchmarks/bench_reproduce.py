@@ -3,8 +3,8 @@
 Cold: an empty Numba cache (``NUMBA_CACHE_DIR``) and an empty bytecode cache
 (``PYTHONPYCACHEPREFIX``), as on a fresh clone; warm: the same caches, filled by the cold run.
 Each run is ``attnsignal reproduce --quick --profile`` in a fresh output directory, in a
-subprocess. Prints wall time, CPU time (the coordinating process and the pool's workers) and
-the profile of each, and the targets of issue 16 (quick ≤ 60 s cold, ≤ 40 s warm, never over
+subprocess. Prints, as markdown ready for docs/performance.md, wall time, CPU time (the
+coordinating process and the pool's workers) and the profile of each, and the targets of issue 16 (quick ≤ 60 s cold, ≤ 40 s warm, never over
 90 s on 2 cores). On a busy machine the wall times are inflated; CPU time and the ratio
 CPU / (wall × cores) say how much of the machine the run got.
 
@@ -40,13 +40,41 @@ def run_once(out: Path, env: dict[str, str], quick: bool, workers: int | None) -
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if proc.returncode not in (0, 1):
-        sys.stderr.write(proc.stdout + proc.stderr)
+    if proc.returncode not in (0, 1):  # 2: bad input, 3: an experiment failed
+        sys.stderr.write(proc.stdout[-3000:] + proc.stderr[-6000:])
         raise SystemExit(f"reproduce failed with status {proc.returncode}")
     prof = json.loads((out / "profile.json").read_text())
     cpu_main = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return {"wall": wall, "cpu_coordinator": cpu_main, "cpu_workers": prof.get("worker_cpu"),
             "claims_failed": proc.returncode == 1, "profile": prof, "stdout": proc.stdout}
+
+
+def markdown_report(runs: list[dict], cores: int, *, full: bool) -> str:
+    """The runs as markdown, ready for docs/performance.md: one summary table (wall, CPU of
+    the coordinator and the workers, CPU / (wall × cores), the target) and each run's
+    profile (:func:`attnsignal.reproduce.pipeline.profile_table`)."""
+    from attnsignal.reproduce.pipeline import profile_table
+
+    targets = {"cold": 60, "warm": 40, "full, warm": 480}
+    lines = [f"Python {sys.version.split()[0]}, {cores} CPU core(s), load average "
+             f"{os.getloadavg()[0]:.1f} at the end; `python benchmarks/bench_reproduce.py"
+             f"{' --full' if full else ''}`, one run.", "",
+             "| run | wall s | CPU s, coordinator | CPU s, workers | CPU / (wall × cores) | target |",
+             "|---|---|---|---|---|---|"]
+    for r in runs:
+        cpu = r["cpu_coordinator"] + (r["cpu_workers"] or 0.0)
+        target = targets.get(r["label"])
+        verdict = "" if target is None else (f"≤ {target} s: " + ("met" if r["wall"] <= target
+                                                                   else "missed"))
+        workers = "n/a" if r["cpu_workers"] is None else f"{r['cpu_workers']:.1f}"
+        lines.append(f"| {r['label']} | {r['wall']:.1f} | {r['cpu_coordinator']:.1f} | "
+                     f"{workers} | {cpu / (r['wall'] * cores):.0%} | {verdict} |")
+    for r in runs:
+        lines += ["", f"Where the wall time went, {r['label']} (`--profile`):", "",
+                  "| phase | wall s | CPU s | note |", "|---|---|---|---|"]
+        lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |"
+                  for row in profile_table(r["profile"])]
+    return "\n".join(lines)
 
 
 def main() -> None:
@@ -69,22 +97,7 @@ def main() -> None:
             r = run_once(out, env, quick=not args.full, workers=args.workers)
             r["label"] = label
             runs.append(r)
-        print(f"python {sys.version.split()[0]}, {cores} CPU core(s), load average "
-              f"{os.getloadavg()[0]:.1f} at the end")
-        print(f"{'run':22s} {'wall s':>8s} {'CPU s (coord + workers)':>26s} {'CPU/(wall·cores)':>17s}")
-        for r in runs:
-            cpu = r["cpu_coordinator"] + (r["cpu_workers"] or 0.0)
-            print(f"{r['label']:22s} {r['wall']:8.1f} {r['cpu_coordinator']:10.1f} + "
-                  f"{(r['cpu_workers'] or 0.0):6.1f} = {cpu:6.1f} {cpu / (r['wall'] * cores):16.0%}")
-        for r in runs:
-            print(f"\n--- profile, {r['label']} ---")
-            tail = r["stdout"].split("where the wall time went", 1)
-            print(("where the wall time went" + tail[1]) if len(tail) == 2 else r["stdout"][-3000:])
-        if args.full:
-            print(f"target: full ≤ 480 s: {runs[-1]['wall']:.0f} s")
-        else:
-            print(f"targets: cold ≤ 60 s ({runs[0]['wall']:.0f} s), warm ≤ 40 s "
-                  f"({runs[1]['wall']:.0f} s), never > 90 s")
+        print(markdown_report(runs, cores, full=args.full))
         if any(r["claims_failed"] for r in runs):
             print("WARNING: a claim failed in one of the runs")
     finally:

@@ -36,7 +36,8 @@ __all__ = ["run_bench", "format_bench", "literal_vs_naive", "naive_literal"]
 #: over numpy's time for its normals. Engines without a target are timed and reported only.
 TARGETS = {"chain": 250.0, "projected": 20.0, "normals": 0.5}
 #: Updates timed per repeat (quick, full) by engine name; others get _DEFAULT_STEPS.
-_STEPS = {"literal": (1, 3), "projected": (60, 500), "chain": (200, 1500)}
+_STEPS = {"literal": (1, 3), "projected": (60, 500), "chain": (200, 1500),
+          "chain32": (200, 1500)}
 _DEFAULT_STEPS = (5, 30)
 
 

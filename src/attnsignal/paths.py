@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import errno
 import os
+import tempfile
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -32,11 +33,13 @@ def _describe_os_error(exc: OSError) -> str:
 def _probe_writable(d: Path, field: str, text: str) -> None:
     if not os.access(d, os.W_OK | os.X_OK):
         raise ConfigError(field, "must be in a writable directory (permission denied)", text)
-    # access() trusts mode bits; a read-only mount or an ACL can still refuse: try a file
-    probe = d / f".attnsignal-write-test-{os.getpid()}"
+    # access() trusts mode bits; a read-only mount or an ACL can still refuse: try a file.
+    # Its name is unique (mkstemp, O_EXCL), not per process: threads of one process (the
+    # reproduction's sweeps) probe the same directory at once, and with one name per process
+    # they removed each other's probe and reported "No such file or directory"
     try:
-        with open(probe, "wb"):
-            pass
+        fd, probe = tempfile.mkstemp(prefix=".attnsignal-write-test-", dir=d)
+        os.close(fd)
         os.unlink(probe)
     except OSError as exc:
         raise ConfigError(field, f"must be in a writable directory ({_describe_os_error(exc)})",

@@ -87,7 +87,7 @@ CLI_BAD = [
     (["--batch", "0"], "batch: must be an integer >= 1; got 0"),
     (["--record-every", "0"], "record_every: must be an integer >= 1 (or None); got 0"),
     (["--initial-alignment", "2"], "initial_alignment: must be a number in [-1, 1] (or None); got 2"),
-    (["--engine", "warp"], "engine: must be one of 'literal', 'projected', 'chain'; got 'warp'"),
+    (["--engine", "warp"], "engine: must be one of 'literal', 'projected', 'chain', 'chain32'; got 'warp'"),
     (["--update", "x"], "update: must be one of 'projected', 'riemannian'; got 'x'"),
     (["--signal-sign", "x"], "signal_sign: must be one of 'fixed', 'random'; got 'x'"),
     (["--no-such-flag", "1"], "No such option: --no-such-flag"),
@@ -134,7 +134,7 @@ def test_cli_rejects_bad_config_file(tmp_path, capsys):
 @pytest.mark.parametrize("toml,expected", [
     ("[model]\ntheta = nan\n", "theta: must be a finite number >= 0; got nan"),
     ("[run]\nruns = 1.5\n", "runs: must be an integer >= 1; got 1.5"),
-    ("[run]\nengine = \"warp\"\n", "engine: must be one of 'literal', 'projected', 'chain'; got 'warp'"),
+    ("[run]\nengine = \"warp\"\n", "engine: must be one of 'literal', 'projected', 'chain', 'chain32'; got 'warp'"),
     ("[step]\npower = -1\n", "power: must be a finite number >= 0; got -1"),
     ("[model]\nn_informative = 0\n", "n_informative: must be an integer >= 1; got 0"),
 ])

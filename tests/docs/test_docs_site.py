@@ -88,6 +88,15 @@ def test_tutorials_appear_with_their_outputs(site):
     third = _outputs(third_html)
     assert "24 computed, 0 already done" in third and "0 computed, 24 already done" in third
     assert "mean_abs_rho" in third
+    fourth_html = _text(site, "tutorials/04-effective-dynamics-advisor")
+    assert _figures(fourth_html) == 2, "the three descriptions of the runs; the advice checked"
+    fourth = _outputs(fourth_html)
+    gaps = dict(re.findall(r"(limiting ODE|effective dynamics): largest gap to the simulated "
+                           r"mean \|ρ\| = ([\d.]+)", fourth))
+    assert float(gaps["effective dynamics"]) < float(gaps["limiting ODE"])
+    m = re.search(r"reaches 0\.9 at \S+ samples = ([\d.]+) × the prediction", fourth)
+    assert m, "the advice is checked by simulation"
+    assert 0.85 <= float(m.group(1)) <= 1.1  # issue 12's window for the advisor
 
 
 def test_readme_keeps_the_two_commands():

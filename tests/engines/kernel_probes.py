@@ -44,6 +44,25 @@ def draw_normals_scalar(k0, k1, step, n, zt):
 
 
 @_probe
+def draw_normals32(k0, k1, step, n, zt):
+    """``n`` float32 normals of the stream of update ``step`` (the ``chain32`` sampler)."""
+    st = np.empty(4, dtype=np.uint64)
+    K.seed_stream(st, k0, k1, step)
+    out = np.empty(n, dtype=np.float32)
+    K.fill_normals32(st, zt, out, n)
+    return out
+
+
+@_probe
+def exp32_array(x):
+    """``fast_exp32`` elementwise (float32)."""
+    out = np.empty_like(x)
+    for i in range(x.shape[0]):
+        out[i] = K.fast_exp32(x[i])
+    return out
+
+
+@_probe
 def exp_array(x):
     """``fast_exp`` elementwise."""
     out = np.empty_like(x)

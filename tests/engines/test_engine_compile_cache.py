@@ -21,7 +21,7 @@ import attnsignal as asg
 m = asg.ModelConfig(d=40, n_informative=5, n_nuisance=23, theta=1.0, beta=1.3)
 st = asg.StepSize(0.05, 100, 0.7)
 out = []
-for engine in ("chain", "projected"):
+for engine in ("chain", "chain32", "projected"):
     for batch in (1, 3):
         r = asg.simulate(m, st, steps=60, runs=3, seed=11, engine=engine, record_every=5,
                          batch=batch)

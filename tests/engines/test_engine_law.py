@@ -60,10 +60,12 @@ def _ks(a, b):
     return stats.ks_2samp(a, b).pvalue
 
 
+@pytest.mark.parametrize("engine", ["chain", "chain32"])
 @pytest.mark.parametrize("name", list(CASES))
-def test_chain_matches_literal_in_law(name):
+def test_chain_matches_literal_in_law(name, engine):
     lit = _literal(name)
-    res = _sim(CASES[name], "chain", seed=2000 + list(CASES).index(name))
+    res = _sim(CASES[name], engine, seed=(2000 if engine == "chain" else 5000)
+               + list(CASES).index(name))
     assert res.q_final is None
     p_rho = _ks(res.final_alignment, lit.final_alignment)
     p_mass = _ks(res.informative_mass[:, -1], lit.informative_mass[:, -1])
@@ -130,3 +132,27 @@ def test_exact_engines_agree_at_larger_d(d, B, update, with_literal):
         lit = asg.simulate(model, STEP, runs=10_000, engine="literal", seed=3, **kw)
         assert _ks(c.final_alignment, lit.final_alignment) > P_MIN
         assert _ks(p.q[:, 1], lit.q[:, 1]) > P_MIN
+
+
+# (label, model, step, initial alignment, steps): chain32 against chain where float32 could
+# show — many tokens (long float32 sums) and d = 10^6 (γ² ≈ d: cancellation in c_i − F)
+SINGLE_CASES = {
+    "L=1000": (asg.ModelConfig(d=20, n_informative=50, n_nuisance=950, theta=1.0),
+               asg.StepSize(0.5, k0=20, power=0.75), 0.2, 40),
+    "d=10^6": (asg.ModelConfig(d=10**6, n_informative=5, n_nuisance=60, theta=1.0),
+               asg.StepSize(2e-9, k0=100, power=0.75), 0.3, 300),
+}
+
+
+@pytest.mark.parametrize("name", list(SINGLE_CASES))
+def test_single_precision_chain_matches_the_chain_in_law(monkeypatch, name):
+    """chain32 (float32 per-sample arithmetic) against chain, 600 runs each; the same test
+    tells the chain without its complement term (DROP_COMPLEMENT) apart: it has power."""
+    model, step, rho0, steps = SINGLE_CASES[name]
+    kw = dict(steps=steps, runs=600, initial_alignment=rho0)
+    ref = asg.simulate(model, step, engine="chain", seed=21, **kw).final_alignment
+    single = asg.simulate(model, step, engine="chain32", seed=22, **kw).final_alignment
+    assert _ks(single, ref) > P_MIN
+    monkeypatch.setitem(registry._ENGINES, "chain", BrokenChain(_kernel.DROP_COMPLEMENT))
+    wrong = asg.simulate(model, step, engine="chain", seed=23, **kw).final_alignment
+    assert _ks(wrong, ref) < P_MIN

@@ -102,6 +102,42 @@ def test_normals_in_law():
     assert stats.chisquare(counts, expected * counts.sum() / expected.sum()).pvalue > 1e-3
 
 
+def test_single_precision_normals_in_law():
+    """The chain32 engine's 32-bit ziggurat (two draws per word, tables ZT[3:6]): standard
+    normal in KS, moments, tail fraction and per-layer frequencies."""
+    z = probes.draw_normals32(KEY[0], KEY[1], 3, 2_000_000, ZT).astype(np.float64)
+    n = z.size
+    assert stats.kstest(z, "norm").pvalue > 1e-3
+    assert abs(z.mean()) < 5 / math.sqrt(n)
+    assert abs(z.var() - 1) < 5 * math.sqrt(2 / n)
+    p_tail = 2 * stats.norm.sf(ZIGGURAT_R)
+    k = int((np.abs(z) > ZIGGURAT_R).sum())
+    assert stats.binomtest(k, n, p_tail).pvalue > 1e-3
+    edges = np.sort(np.concatenate([[0.0], ZT[4, 1:] * 2.0**23]))
+    counts, _ = np.histogram(np.abs(z), bins=np.concatenate([edges, [np.inf]]))
+    expected = 2 * np.diff(stats.norm.cdf(np.concatenate([edges, [np.inf]]))) * n
+    assert stats.chisquare(counts, expected * counts.sum() / expected.sum()).pvalue > 1e-3
+    # the same key and step give the same draws; another step others
+    again = probes.draw_normals32(KEY[0], KEY[1], 3, 1000, ZT)
+    assert np.array_equal(again, z[:1000].astype(np.float32))
+    assert not np.array_equal(probes.draw_normals32(KEY[0], KEY[1], 4, 1000, ZT), again)
+
+
+def test_single_precision_exp_accuracy():
+    rng = np.random.default_rng(1)
+    x = np.concatenate([-rng.uniform(0, 87, 500_000), -rng.uniform(0, 1, 200_000),
+                        np.linspace(-87, 0, 10_001), rng.uniform(0, 88, 1000)]).astype(np.float32)
+    ours = probes.exp32_array(x).astype(np.float64)
+    ref = np.exp(x.astype(np.float64))
+    ulp = np.abs(ours - ref) / np.spacing(ref.astype(np.float32)).astype(np.float64)
+    assert ulp.max() <= 4.0, ulp.max()
+    special = probes.exp32_array(np.array([0.0, -0.0, -87.5, -1e6, -np.inf, np.nan, 89.0],
+                                          dtype=np.float32))
+    assert special[0] == 1.0 and special[1] == 1.0
+    assert np.all(special[2:5] == 0.0)
+    assert np.isnan(special[5]) and special[6] == np.inf
+
+
 @pytest.mark.parametrize("df", [1, 2, 3, 7, 50, 10**9 - 2])
 def test_chi2_in_law(df):
     x = probes.draw_chi2(KEY[0], KEY[1], df % 1000, 100_000, df, ZT)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from conftest import assert_finite_result, run_cli
+from hostile_helpers import assert_finite_result, run_cli
 
 SMALL = ["--d", "4", "--n-informative", "1", "--n-nuisance", "2", "--theta", "1"]
 FAST = {  # each would finish in well under a second if its output were usable

@@ -18,7 +18,7 @@ import attnsignal as asg
 from attnsignal.config import ConfigError
 from attnsignal.theory import landscape, solve_ode
 
-from conftest import assert_finite_result, call
+from hostile_helpers import assert_finite_result, call
 
 # ATTNSIGNAL_HYPOTHESIS_EXAMPLES raises the examples per property for a deeper one-off search
 PROPERTY = settings(max_examples=int(os.environ.get("ATTNSIGNAL_HYPOTHESIS_EXAMPLES", "40")), deadline=None, derandomize=True,

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from attnsignal.config import ModelConfig, StepSize
-from attnsignal.reproduce import Plan
+from attnsignal.reproduce import Plan, reproduce
 from attnsignal.reproduce.e1_headline import E1
 from attnsignal.reproduce.e2_robustness import E2
 from attnsignal.reproduce.e3_filtering import E3
@@ -62,31 +62,11 @@ def _claims_rows(md: str) -> list[list[str]]:
     return [[c.strip() for c in ln.strip("|").split(" | ")] for ln in lines[2:]]
 
 
-def reproduce_in_fresh_interpreter(out: Path, pickle_path: Path):
-    """The reduced reproduction into ``out``, run in a fresh interpreter as the command line runs
-    it, and its ``ReproductionResult``. (In the whole suite an earlier test's in-process state
-    made one experiment fail, and the shut-down pool masked which: an open problem, see the
-    issue note.)"""
-    import pickle
-    import subprocess
-    import sys
-
-    here = str(Path(__file__).resolve().parent)
-    code = (f"import pickle, sys; sys.path.insert(0, {here!r}); "
-            "from test_pipeline import tiny_plan; from attnsignal.reproduce import reproduce; "
-            f"r = reproduce({str(out)!r}, plan=tiny_plan(), progress=False, log=lambda s: None); "
-            f"pickle.dump(r, open({str(pickle_path)!r}, 'wb'))")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=600)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    with open(pickle_path, "rb") as fh:
-        return pickle.load(fh)
-
-
 @pytest.fixture(scope="module")
 def reduced(tmp_path_factory):
+    """The reduced reproduction, in this process (as ``reproduce`` is called from Python)."""
     out = tmp_path_factory.mktemp("repro")
-    res = reproduce_in_fresh_interpreter(out, out.parent / (out.name + ".pickle"))
+    res = reproduce(out, plan=tiny_plan(), progress=False, log=lambda s: None)
     return out, res
 
 
@@ -202,7 +182,7 @@ def test_effective_dynamics_uses_the_runs_records_and_tracks_them(reduced):
 
 def test_a_second_run_resumes_from_the_stores(reduced, tmp_path):
     out, res = reduced
-    again = reproduce_in_fresh_interpreter(out, tmp_path / "again.pickle")
+    again = reproduce(out, plan=tiny_plan(), progress=False, log=lambda s: None)
     assert [c.measured for c in again.claims] == [c.measured for c in res.claims]
     # nothing was simulated again
     assert all(e["worker_seconds"] == 0 for e in again.profile["experiments"].values())

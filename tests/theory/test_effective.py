@@ -158,3 +158,29 @@ def test_minibatches_from_the_pool_have_independent_batch_moments():
     _, ge, u2 = _batches(pool, 4, SMALL.d - 2, 0)
     assert ge.var() == pytest.approx(pool[0, :, 1].var() / 4, rel=0.03)
     assert u2.mean() == pytest.approx(pool[0, :, 2].mean() / 4, rel=0.03)
+
+
+def test_a_block_budget_bounds_the_evolution_with_one_line():
+    """Small L with a large step: about one block per step. ``max_blocks`` stops the evolution
+    with a ConfigError naming the field (no unbounded work); with room it changes nothing."""
+    from attnsignal.theory.effective import BlockBudgetExceeded
+
+    model = ModelConfig(d=10, n_informative=20, n_nuisance=60, theta=0.6)
+    step = StepSize(eta0=0.03, k0=1000.0, power=1.0)
+    with pytest.raises(BlockBudgetExceeded, match="max_blocks") as info:
+        effective_dynamics(model, step, steps=2000, record_every=500, n_samples=300,
+                           max_blocks=20)
+    assert isinstance(info.value, ConfigError) and "\n" not in str(info.value)
+    free = effective_dynamics(model, step, steps=40, record_every=10, n_samples=300)
+    capped = effective_dynamics(model, step, steps=40, record_every=10, n_samples=300,
+                                max_blocks=int(free.timings["blocks"]))
+    np.testing.assert_array_equal(free.mean_abs, capped.mean_abs)
+
+
+def test_a_step_whose_square_overflows_is_refused_not_a_frozen_law():
+    """σ²η above 1e150: η² in the normalised moments would overflow, the drift turn NaN and
+    the law stand still while looking finite; refused with one line naming the step."""
+    model = ModelConfig(d=10, n_informative=20, n_nuisance=60, theta=0.6)
+    with pytest.raises(ConfigError, match="step"):
+        effective_dynamics(model, StepSize(eta0=1e300, k0=10.0, power=1.0), steps=10,
+                           n_samples=200)

@@ -6,8 +6,10 @@ are where the mean ``|ρ|`` over runs first reaches it, interpolated linearly in
 ``(log k, log(1 − E|ρ|))`` between the two records around the crossing (NaN if it is not
 reached within the budget). Predicted: the smallest ``k`` at which :func:`baseline_theory`
 reaches the target (exact for the means and the oracle, BBP for PCA, mean field for Oja) and,
-for attention, :func:`attnsignal.theory.samples_to_reach` (the ODE hitting time moved on by
-the finite-step plateau) under the same schedule.
+for attention, the first crossing of the target by the predicted mean ``|ρ|`` of the effective
+dynamics (:func:`attnsignal.theory.effective.effective_dynamics`: the law of ``ρ_k`` at finite
+step and dimension, from the uniform start) under the same schedule, on 200 log-spaced records
+interpolated as the measured curve is — one evolution serves every target.
 
 Attention runs with E1's ``η_k = 0.03 (1 + k/1000)^(−1)`` by default, or with
 ``attention_step="advise"`` the schedule advisor's (:func:`attention_schedule` is the hook;
@@ -34,6 +36,10 @@ __all__ = ["efficiency", "attention_schedule", "samples_to_target", "predicted_s
 
 #: E1's schedule: the fallback for attention when no advisor is available.
 E1_SCHEDULE = StepSize(eta0=0.03, k0=1000.0, power=1.0)
+
+
+#: the theory behind each baseline's prediction (:func:`baseline_theory`)
+_BASELINE_THEORY = {"mean": "exact", "oracle": "exact", "pca": "BBP", "oja": "mean field"}
 
 
 def attention_schedule(model: ModelConfig, target: float, advise: bool = False
@@ -118,8 +124,8 @@ def efficiency(
     attention_step : attention's schedule (None: E1's; ``"advise"``: the schedule advisor's,
         which can take minutes — see :func:`attention_schedule`).
     oja_step : Oja's schedule (None: its default). records : log-spaced records per run.
-    theory : also predict. attention_theory : include attention's prediction (seconds per
-        target: an ODE solve and ``theory_samples`` Monte Carlo draws for ``κ``).
+    theory : also predict. attention_theory : include attention's prediction (the effective
+        dynamics, ``theory_samples`` reduced draws per moment node: seconds at E1's size).
     results : precomputed ``Result`` per method (e.g. E1's attention runs), used instead of
         simulating; their records decide the resolution of the measured crossing.
     simulate : False: methods without a precomputed result get only their prediction
@@ -128,12 +134,14 @@ def efficiency(
     Returns
     -------
     pandas DataFrame with columns ``method, target, samples, predicted, ratio, ratio_predicted,
-    schedule`` — ``ratio`` is ``samples / oracle's samples`` at the same target (measured;
+    theory, schedule`` — ``theory`` names the prediction's theory (attention: the effective
+    dynamics, or the limiting ODE where that law is too costly; see :func:`_predict_attention`);
+    ``ratio`` is ``samples / oracle's samples`` at the same target (measured;
     ``ratio_predicted`` from the predictions); NaN where a method does not reach the target
     within the budget (e.g. the token mean in the random-sign variant).
     """
     if not isinstance(model, ModelConfig):
-        raise TypeError(f"model: must be a ModelConfig; got {type(model).__name__}")
+        raise ConfigError("model", "must be a ModelConfig", type(model).__name__)
     targets = np.atleast_1d(np.asarray(target, dtype=np.float64))
     if targets.size == 0 or not np.all((targets > 0) & (targets < 1)):
         raise ConfigError("target", "must be numbers in (0, 1)", target)
@@ -155,13 +163,19 @@ def efficiency(
 
     pred_budget = int(samples) if samples is not None else 2_000_000
     predicted: dict[tuple[str, float], float] = {}
+    theories = {m: _BASELINE_THEORY.get(m, "") for m in methods} if theory else {}
     if theory:
         for m in methods:
-            if m == "sga" and (not attention_theory or attention_step is None):
+            if m == "sga":
+                if attention_theory and attention_step is not None:
+                    values, used = _predict_attention(model, targets, pred_budget,
+                                                      attention_step, theory_samples, seed)
+                    predicted.update(((m, t), v) for t, v in zip(targets, values))
+                    theories[m] = used
                 continue
             for t in targets:
-                predicted[m, t] = _predict(model, m, float(t), pred_budget, attention_step,
-                                           oja_step, theory_samples)
+                predicted[m, t] = predicted_samples(model, m, float(t), pred_budget,
+                                                    step=oja_step if m == "oja" else None)
     if samples is None:
         finite = [v for v in predicted.values() if np.isfinite(v)]
         samples = int(min(2_000_000, max(1000, 2 * max(finite)))) if finite else 100_000
@@ -181,6 +195,7 @@ def efficiency(
                 "samples": (float("nan") if res is None else
                             samples_to_target(res.steps, mean_abs, float(t))),
                 "predicted": predicted.get((m, t), float("nan")),
+                "theory": theories.get(m, ""),
                 "schedule": sched + (f" ({source})" if m == "sga" else ""),
             })
     frame = pd.DataFrame(rows)
@@ -188,21 +203,43 @@ def efficiency(
         ref = frame[frame["method"] == "oracle"].set_index("target")[col]
         frame[out] = frame[col] / frame["target"].map(ref) if len(ref) else np.nan
     return frame[["method", "target", "samples", "predicted", "ratio", "ratio_predicted",
-                  "schedule"]]
+                  "theory", "schedule"]]
 
 
-def _predict(model: ModelConfig, method: str, target: float, budget: int, attention_step: Any,
-             oja_step: Any, theory_samples: int = 4000) -> float:
-    if method != "sga":
-        return predicted_samples(model, method, target, budget,
-                                 step=oja_step if method == "oja" else None)
+#: evolution blocks the effective dynamics may use for attention's prediction (E1's sizes need
+#: ~200 for 10⁶ samples; small L with a large step needs ~1 per step)
+ATTENTION_MAX_BLOCKS = 600
+EFFECTIVE = "effective dynamics"
+LIMITING = "limiting ODE + finite-step plateau"
+
+
+def _predict_attention(model: ModelConfig, targets: np.ndarray, budget: int, step: Any,
+                       n_samples: int, seed: int) -> tuple[list[float], str]:
+    """Predicted samples to each target for attention's SGA under ``step``, and the theory
+    used: the first crossing of the effective dynamics' mean ``|ρ|`` (uniform start, 200
+    log-spaced records up to ``budget``, interpolated as :func:`samples_to_target` does);
+    where that law needs more than :data:`ATTENTION_MAX_BLOCKS` evolution blocks (small
+    ``L``, large ``η``: minutes to hours), :func:`attnsignal.theory.samples_to_reach` — the
+    limiting ODE's hitting time moved on by the finite-step plateau. NaN if not within
+    ``budget``."""
     from ..theory import samples_to_reach
+    from ..theory.effective import BlockBudgetExceeded, effective_dynamics
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        got = samples_to_reach(model, attention_step, target, plateau=False,
-                               n_samples=theory_samples)
-    return float(got.samples) if got.samples >= 0 else float("nan")
+    ks = np.unique(np.round(np.geomspace(1, budget, 200)).astype(np.int64))
+    try:
+        ed = effective_dynamics(model, step, steps=int(budget), record=[0, *ks.tolist()],
+                                n_samples=n_samples, seed=seed,
+                                max_blocks=ATTENTION_MAX_BLOCKS)
+    except BlockBudgetExceeded:
+        out = []
+        for t in targets:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                got = samples_to_reach(model, step, float(t), plateau=False,
+                                       n_samples=n_samples)
+            out.append(float(got.samples) if 0 <= got.samples <= budget else float("nan"))
+        return out, LIMITING
+    return [samples_to_target(ed.steps, ed.mean_abs, float(t)) for t in targets], EFFECTIVE
 
 
 def _simulate(model: ModelConfig, method: str, samples: int, runs: int, seed: int,
@@ -215,9 +252,5 @@ def _simulate(model: ModelConfig, method: str, samples: int, runs: int, seed: in
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        try:
-            return simulate(model, attention_step, steps=samples, runs=runs, seed=seed,
-                            engine="chain", record=list(ks))
-        except TypeError:  # before simulate(record=...): linear records
-            return simulate(model, attention_step, steps=samples, runs=runs, seed=seed,
-                            engine="chain", record_every=max(1, samples // (4 * records)))
+        return simulate(model, attention_step, steps=samples, runs=runs, seed=seed,
+                        engine="chain", record=list(ks))

@@ -14,6 +14,10 @@ from . import _slurm as slurm_flags
 from ._common import console, out
 
 
+#: exit status when an experiment of the reproduction fails (1: a claim failed; 2: bad input)
+EXIT_EXPERIMENT_FAILED = 3
+
+
 @app.command("reproduce")
 def reproduce_cmd(
     quick: bool = typer.Option(False, "--quick", help="fewer runs and steps (≤ 90 s on 2 cores); every section, looser stated tolerances"),
@@ -38,10 +42,11 @@ def reproduce_cmd(
     E4 landscape, E5 ODE tracking, and a claims table (PASS / FAIL / "holds only when …").
 
     Resumes after an interruption (every simulation is a sweep stored under OUT/data).
-    Exits with status 1 when a claim that should hold fails.
+    Exits with status 1 when a claim that should hold fails, 3 when an experiment fails
+    (the first failing experiment's error is printed, then one line naming it).
     """
     from ..claims import CLAIMS_HEADER, claims_table_rows
-    from ..reproduce import Plan, reproduce
+    from ..reproduce import ExperimentError, Plan, reproduce
     from ..reproduce.pipeline import profile_table
 
     from ..paths import check_output_dir
@@ -73,13 +78,21 @@ def reproduce_cmd(
                          workers=workers, progress=not quiet,
                          log=(lambda s: None) if quiet else console.print)
 
-    if slurm is None:
-        res = run(executor, scheduler)
-    else:  # one set of Slurm jobs for every experiment: their sweeps use its scheduler
-        from ..sweep.slurm import slurm_cluster
+    try:
+        if slurm is None:
+            res = run(executor, scheduler)
+        else:  # one set of Slurm jobs for every experiment: their sweeps use its scheduler
+            from ..sweep.slurm import slurm_cluster
 
-        with slurm_cluster(slurm) as cluster:
-            res = run("dask", cluster.scheduler_address)
+            with slurm_cluster(slurm) as cluster:
+                res = run("dask", cluster.scheduler_address)
+    except ExperimentError as exc:  # the first failure's own traceback, then one line
+        import sys
+        import traceback
+
+        traceback.print_exception(exc.error, file=sys.stderr)
+        print(f"attnsignal: error: {exc}".replace("\n", " "), file=sys.stderr)
+        raise typer.Exit(EXIT_EXPERIMENT_FAILED) from None
     table = Table(title=f"claims ({'quick' if quick else 'full'} mode)", show_lines=True)
     for col in CLAIMS_HEADER:
         table.add_column(col, overflow="fold")

@@ -455,7 +455,7 @@ def ode_cmd(
 #: Reduced draws per moment node of the effective dynamics (its default ``n_samples``).
 _EFF_DRAWS = 4000
 #: Largest standardised step of the effective dynamics (``η²`` must stay finite).
-_EFF_ETA_MAX = 1e150
+from ..theory.effective import MAX_STD_STEP as _EFF_ETA_MAX  # noqa: E402
 
 
 def _check_effective(model, step, rc: RunConfig) -> None:

@@ -6,6 +6,8 @@ and listed in one registry (:mod:`.registry`).
   literal algorithm (DESIGN §2.2).
 - ``chain``: the alignment Markov chain, ``O(B L)`` per update, ``d`` only a degree of freedom
   (DESIGN §2.1). It has no query vector (``capabilities.has_query`` is False).
+- ``chain32``: the same chain with its per-sample arithmetic in float32 — opt-in, about 1.4×
+  faster, equal in law but not bit-identical to ``chain`` (:mod:`.chain32`).
 
 Importing this package does not import numba: the compiled kernels load on an engine's first
 ``init``/``advance``.
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 from .base import Capabilities, Engine, EngineState, StepStats
 from .chain import ChainEngine
+from .chain32 import Chain32Engine
 from .literal import LiteralEngine
 from .projected import ProjectedEngine
 from .registry import engine_names, engines_with, get_engine, register
@@ -33,3 +36,4 @@ __all__ = [
 register(LiteralEngine())
 register(ProjectedEngine())
 register(ChainEngine())
+register(Chain32Engine())

@@ -26,13 +26,15 @@ import numpy as np
 
 from ..config import ModelConfig, RunConfig
 from . import _kernel as K
-from ._rng import ziggurat_tables
+from ._rng import ziggurat_tables, ziggurat_tables32
 from .base import MAX_STEPS, EngineState, StepStats, mark_diverged
 
 __all__ = ["K", "Prepared", "prepare", "launch", "finish", "kernel_lock", "ZT",
            "use_forksafe_threading"]
 
-ZT = ziggurat_tables(K.ZIGGURAT_R)
+#: (6, 256): the ziggurat tables of the 64-bit draws (rows 0–2) and of the 32-bit draws of the
+#: ``chain32`` engine (rows 3–5), see :mod:`._rng`
+ZT = np.concatenate([ziggurat_tables(K.ZIGGURAT_R), ziggurat_tables32(K.ZIGGURAT_R)])
 
 kernel_lock = threading.Lock()
 _threading_chosen = False
@@ -62,10 +64,12 @@ class Prepared:
 
 
 def prepare(
-    model: ModelConfig, run: RunConfig, state: EngineState, etas: np.ndarray, variant: int = 0
+    model: ModelConfig, run: RunConfig, state: EngineState, etas: np.ndarray, variant: int = 0,
+    single: bool = False,
 ) -> Prepared:
     """Standardise ``σ`` away — ``(θ, σ, β, η) → (θ/σ, 1, βσ, σ²η)``, exact — and pack the
-    arguments of the compiled drivers. ``variant``: :data:`._kernel.EXACT` for the engines."""
+    arguments of the compiled drivers. ``variant``: :data:`._kernel.EXACT` for the engines;
+    ``single``: the chain's per-sample arithmetic in float32 (the ``chain32`` engine)."""
     sigma = model.noise_std
     etas = np.ascontiguousarray(np.asarray(etas, dtype=np.float64).reshape(-1)) * (sigma * sigma)
     if state.k + etas.size > MAX_STEPS:
@@ -81,6 +85,7 @@ def prepare(
         random_sign=bool(model.signal_sign == "random"),
         first_step=int(state.k),
         variant=int(variant),
+        single=bool(single),
     )
     return Prepared(
         params=params,

@@ -31,7 +31,8 @@ from typing import Sequence
 
 import numpy as np
 
-__all__ = ["child_seed", "init_generator", "run_keys", "update_generator", "ziggurat_tables"]
+__all__ = ["child_seed", "init_generator", "run_keys", "update_generator", "ziggurat_tables",
+           "ziggurat_tables32"]
 
 
 def child_seed(seed: np.random.SeedSequence, i: int) -> np.random.SeedSequence:
@@ -101,3 +102,12 @@ def ziggurat_tables(r: float) -> np.ndarray:
     if abs(closure) > 1e-9:  # pragma: no cover - a wrong constant
         raise RuntimeError(f"ziggurat tables do not close (relative error {closure:.3g})")
     return np.stack([k, w, f])
+
+
+def ziggurat_tables32(r: float) -> np.ndarray:
+    """(3, 256) float64: the tables of :func:`ziggurat_tables` for a 23-bit mantissa ``m``
+    (the 32-bit draws of the ``chain32`` engine): ``k`` scaled by 2^-29 and rounded down (a
+    conservative rectangle test: a point not accepted at once goes through the exact wedge
+    test, so the law is unchanged), ``w[i] = x_i / 2^23``, ``f`` unchanged."""
+    k, w, f = ziggurat_tables(r)
+    return np.stack([np.floor(k / 2.0**29), w * 2.0**29, f])

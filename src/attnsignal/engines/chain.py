@@ -46,6 +46,8 @@ class ChainEngine(Engine):
     """The alignment Markov chain (module docstring)."""
 
     name = "chain"
+    #: the per-sample arithmetic in float32 (:class:`~.chain32.Chain32Engine`)
+    single = False
     # the variants the reduced kernel implements, listed explicitly: a new signal_sign or update
     # value is refused here (Engine.check) until the kernel learns it
     capabilities = Capabilities(
@@ -94,7 +96,7 @@ class ChainEngine(Engine):
         """``len(etas)`` updates of every non-diverged run (one compiled, parallel call)."""
         from . import _kernel_common as _common
 
-        p = _common.prepare(model, run, state, etas)
+        p = _common.prepare(model, run, state, etas, single=self.single)
         rho = state.rho.copy()
         out = _common.launch(_common.K.chain_advance, rho, p)
         return _common.finish(state, rho, None, out, p)

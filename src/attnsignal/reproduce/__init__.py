@@ -7,9 +7,9 @@ How to add an experiment: :mod:`attnsignal.reproduce.experiment`.
 """
 
 from .experiment import Experiment, Measurements, PlanSection
-from .pipeline import ReproductionResult, reproduce
+from .pipeline import ExperimentError, ReproductionResult, reproduce
 from .plan import Plan
 from .registry import EXPERIMENTS, get_experiment
 
-__all__ = ["reproduce", "ReproductionResult", "Plan", "Experiment", "PlanSection",
+__all__ = ["reproduce", "ReproductionResult", "ExperimentError", "Plan", "Experiment", "PlanSection",
            "Measurements", "EXPERIMENTS", "get_experiment"]

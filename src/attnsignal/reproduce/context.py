@@ -124,6 +124,15 @@ class Shared:
     figure_lock: threading.Lock = field(default_factory=threading.Lock)
     #: guards timings and progress counters updated from sweep threads
     lock: threading.Lock = field(default_factory=threading.Lock)
+    #: (experiment, exception) in the order the experiments failed: the first is the cause,
+    #: the later ones are usually its consequences (the shared pool is shut down after it)
+    failures: list[tuple[str, BaseException]] = field(default_factory=list)
+
+    def record_failure(self, name: str, exc: BaseException) -> bool:
+        """Note that experiment ``name`` failed with ``exc``; True if it is the first failure."""
+        with self.lock:
+            self.failures.append((name, exc))
+            return len(self.failures) == 1
 
     @property
     def data(self) -> Path:

@@ -16,7 +16,9 @@ that ``needs`` another waits for that one's typed measurements, and theory, anal
 figures run in this process while the pool simulates. The numbers do not depend on the
 schedule: every random stream is fixed by the plan's seed.
 
-Returns the claims; the command exits non-zero when a claim that should hold fails.
+Returns the claims; the command exits non-zero when a claim that should hold fails. When an
+experiment fails, the shared pool is shut down (the others stop) and :func:`reproduce` raises
+:class:`ExperimentError` naming the first experiment that failed, from its own exception.
 """
 
 from __future__ import annotations
@@ -41,7 +43,32 @@ from .experiment import Experiment, Measurements
 from .plan import Plan
 from .registry import EXPERIMENTS
 
-__all__ = ["reproduce", "ReproductionResult"]
+__all__ = ["reproduce", "ReproductionResult", "ExperimentError"]
+
+
+class ExperimentError(RuntimeError):
+    """An experiment of the reproduction failed. Raised by :func:`reproduce` for the *first*
+    experiment that failed, from (``__cause__``) that experiment's own exception.
+
+    The experiments share one process pool, which is shut down at the first failure so that
+    the others stop instead of finishing for nothing; their failures ("the reproduction's
+    pool was shut down", or the first failure again through ``ctx.needed``) are consequences,
+    listed in ``secondary`` and named in the message after the cause.
+
+    Attributes: ``experiment`` (its name), ``error`` (its exception), ``secondary`` (names of
+    the experiments that stopped after it, in the order they did).
+    """
+
+    def __init__(self, experiment: str, error: BaseException, secondary: list[str]):
+        self.experiment, self.error, self.secondary = experiment, error, list(secondary)
+        msg = f"experiment {experiment} failed: {type(error).__name__}: {error}"
+        if secondary:
+            msg += (f" (then {', '.join(secondary)} stopped after it: the shared pool is shut "
+                    "down at the first failure)")
+        super().__init__(msg)
+
+    def __reduce__(self):  # picklable (the reproduction may run in another process)
+        return (type(self), (self.experiment, self.error, self.secondary))
 
 
 class ReproductionResult:
@@ -114,6 +141,9 @@ def reproduce(
             threads.append(th)
         for th in threads:
             th.join()
+        if shared.failures:
+            (name, exc), rest = shared.failures[0], shared.failures[1:]
+            raise ExperimentError(name, exc, [n for n, _ in rest]) from exc
         measurements = {e.name: shared.results[e.name].result() for e in EXPERIMENTS}
         worker_cpu = pool.worker_cpu_seconds() if pool is not None else None
     finally:
@@ -177,6 +207,8 @@ def _run_one(exp: Experiment[Any, Any], plan: Plan, shared: Shared,
         log(f"[{exp.name}] done in {timing.wall:.1f} s")
     except BaseException as exc:
         timing.end = time.perf_counter() - shared.t0
+        if shared.record_failure(exp.name, exc):
+            log(f"[{exp.name}] failed: {type(exc).__name__}: {exc}")
         if not fut.done():
             fut.set_exception(exc)
         else:  # figures or prose failed after the measurements were published

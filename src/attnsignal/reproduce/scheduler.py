@@ -44,6 +44,9 @@ __all__ = ["Call", "SharedPool", "task_cost", "warm_kernels"]
 #: reproduction) run first
 SMALL_SWEEP_COST = 2e8
 
+#: what a task gets that the pool will not run (queued at, or after, :meth:`SharedPool.shutdown`)
+SHUT_DOWN = "the reproduction's pool was shut down"
+
 #: fixed cost of one chain update (its χ² draws, stream set-up), in tokens' worth
 CHAIN_UPDATE_OVERHEAD = 32
 
@@ -85,16 +88,18 @@ class _FutureSink:
 
 def task_cost(task: "Task | Call") -> float:
     """A task's cost in arbitrary units: runs × steps × batch × the cost of one sample — for
-    the chain, ``L + 32`` (it draws O(L) normals per sample, ``d`` is only a number of
-    degrees of freedom, plus a fixed cost per update); for the other engines ``L·d``; a
-    :class:`Call` states its own.
+    the chain engines (no query vector), ``L + 32`` (it draws O(L) normals per sample, ``d``
+    is only a number of degrees of freedom, plus a fixed cost per update); for the other
+    engines ``L·d``; a :class:`Call` states its own.
 
     Only the order of the estimates matters (which task starts first)."""
     if isinstance(task, Call):
         return task.cost
+    from ..engines import get_engine
+
     m = task.model
-    per_sample = (m.n_tokens + CHAIN_UPDATE_OVERHEAD if task.run.engine == "chain"
-                  else m.n_tokens * m.d)
+    chain_like = not get_engine(task.run.engine).capabilities.has_query  # chain, chain32
+    per_sample = m.n_tokens + CHAIN_UPDATE_OVERHEAD if chain_like else m.n_tokens * m.d
     return float(task.runs) * task.run.steps * task.run.batch * per_sample
 
 
@@ -157,6 +162,8 @@ class SharedPool:
         self._inflight = 0
         self._restarts = 0
         self._closed = False
+        self._shutdown_lock = threading.Lock()
+        self._pool_shut = False
         self._pool: ProcessPoolExecutor | None = None  # started by the first task
 
     def _new_pool(self) -> ProcessPoolExecutor:
@@ -172,9 +179,14 @@ class SharedPool:
         done: queue.Queue = queue.Queue()
         small = int(sum(task_cost(t) for t in tasks) > self.small_sweep_cost)
         with self._lock:
+            closed = self._closed
+            if not closed:
+                for t in tasks:
+                    heapq.heappush(self._heap, ((small, -task_cost(t)), next(self._seq), t, done))
+                self._dispatch()
+        if closed:  # nothing would ever run them: every task fails now, instead of a hang
             for t in tasks:
-                heapq.heappush(self._heap, ((small, -task_cost(t)), next(self._seq), t, done))
-            self._dispatch()
+                done.put((t, RuntimeError(SHUT_DOWN)))
         return (done.get() for _ in range(len(tasks)))
 
     def call(self, fn: Callable[..., Any], /, *args: Any, cost: float = 0.0,
@@ -183,10 +195,14 @@ class SharedPool:
         costliest first) and return its future (the value, or the exception it raised)."""
         fut: Future = Future()
         with self._lock:
-            heapq.heappush(self._heap, ((0, -float(cost)), next(self._seq),
-                                        Call(fn, args, dict(kwargs), float(cost)),
-                                        _FutureSink(fut)))
-            self._dispatch()
+            closed = self._closed
+            if not closed:
+                heapq.heappush(self._heap, ((0, -float(cost)), next(self._seq),
+                                            Call(fn, args, dict(kwargs), float(cost)),
+                                            _FutureSink(fut)))
+                self._dispatch()
+        if closed:  # nothing would ever run it: it fails now, instead of a hang
+            fut.set_exception(RuntimeError(SHUT_DOWN))
         return fut
 
     def close(self) -> None:
@@ -213,9 +229,14 @@ class SharedPool:
             self._closed = True
             pending, self._heap = self._heap, []
         for _, _, t, done in pending:
-            done.put((t, RuntimeError("the reproduction's pool was shut down")))
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
+            done.put((t, RuntimeError(SHUT_DOWN)))
+        # several threads may call this at once (the failing experiment, the others, the
+        # pipeline's finally): the process pool is shut down once — a second concurrent
+        # ProcessPoolExecutor.shutdown closes its queues twice (OSError: bad file descriptor)
+        with self._shutdown_lock:
+            if self._pool is not None and not self._pool_shut:
+                self._pool.shutdown(wait=True, cancel_futures=True)
+                self._pool_shut = True
 
     # -- dispatching -----------------------------------------------------------------------
 

@@ -92,7 +92,7 @@ from .exact import MAX_BETA
 from .field import dphi_interpolant
 from .reduced import reduced_chunks
 
-__all__ = ["EffectiveDynamics", "MomentTable", "OneStepMoments", "effective_dynamics",
+__all__ = ["BlockBudgetExceeded", "EffectiveDynamics", "MomentTable", "OneStepMoments", "effective_dynamics",
            "moment_table", "one_step_moments", "schedule_etas", "record_schedule"]
 
 _SQRT2PI = math.sqrt(2.0 * math.pi)
@@ -101,8 +101,16 @@ _ETA_CHANGE = 0.01        # largest relative change of η within a sub-block
 _MOVE = 0.02              # largest mean displacement of a non-stiff node per sub-block (in z)
 _NODE_DZ = 0.2            # spacing of the moment nodes in z
 _MAX_GRID = 20_001
+#: largest standardised step ``σ²η`` (its square must stay finite: beyond ~1e154 the drift
+#: would be NaN and the law would silently stand still)
+MAX_STD_STEP = 1e150
 _MAX_STEPS = 50_000_000
 _MAX_LAW = 60_000_000     # doubles kept for the law (records × grid)
+
+
+class BlockBudgetExceeded(ConfigError):
+    """The evolution needs more blocks than ``max_blocks`` allows (large per-step jumps against
+    the law's width — small ``L``, large ``η`` — force blocks of a few steps)."""
 
 
 # --------------------------------------------------------------------------- schedules
@@ -698,14 +706,15 @@ def _z_max(model: ModelConfig, eta_min_std: float, batch: int, z_start: float | 
 @validated(model=MODEL, step=STEP, steps=Integer(ge=1, le=_MAX_STEPS),
            initial_alignment=Optional(RHO0), batch=BATCH, update=UPDATE, seed=SEED,
            n_samples=Integer(ge=100), grid_step=Optional(Real(gt=0.0, le=0.5)),
-           diffusion_scale=Real(ge=0.0))
+           diffusion_scale=Real(ge=0.0), max_blocks=Optional(Integer(ge=1)))
 def effective_dynamics(model: ModelConfig, step: Any, *, steps: int,
                        initial_alignment: float | None = None, batch: int = 1,
                        update: str = "projected", record_every: int | None = None,
                        record: Any = None, seed: int = 0, n_samples: int = 4000,
                        grid_step: float | None = None,
                        diffusion_scale: float = 1.0,
-                       moments: MomentTable | None = None) -> EffectiveDynamics:
+                       moments: MomentTable | None = None,
+                       max_blocks: int | None = None) -> EffectiveDynamics:
     """The law of the alignment ``ρ_k`` of SGA at finite step and dimension (module docstring).
 
     Parameters
@@ -726,6 +735,11 @@ def effective_dynamics(model: ModelConfig, step: Any, *, steps: int,
     moments : a :class:`MomentTable` to reuse (built by :func:`moment_table` for this
         ``model``, ``batch`` and ``update`` over a step range that covers the schedule's);
         the grid then spans the table's ``z`` range
+    max_blocks : at most this many evolution blocks (None: no limit beyond ``steps``); the
+        cost is ~1 ms per block and grid thousand nodes, and a block spans many steps at the
+        sizes users run (E1: 175 blocks for 10⁶ steps) but ~1 step when one step moves ``z``
+        by ~0.05 or more (small ``L``, large ``η``). Exceeding it raises
+        :class:`BlockBudgetExceeded` (a ``ConfigError``) before the next block
 
     Returns
     -------
@@ -741,6 +755,10 @@ def effective_dynamics(model: ModelConfig, step: Any, *, steps: int,
         raise ConfigError("step", "must give finite step sizes > 0", step)
     s2 = model.noise_std ** 2
     eta_std = etas * s2
+    if not float(eta_std.max()) <= MAX_STD_STEP:
+        raise ConfigError("step", f"must keep σ²η_k <= {MAX_STD_STEP:g} (the one-step moments "
+                          "are normalised by η², which must stay finite)",
+                          f"largest σ²η_k = {float(eta_std.max()):.3g}")
     d = model.d
 
     # ---- grid
@@ -797,6 +815,11 @@ def effective_dynamics(model: ModelConfig, step: Any, *, steps: int,
     n_blocks = 0
     n_sub = 0
     while rec_i < ks_rec.size:
+        if max_blocks is not None and n_blocks >= max_blocks:
+            raise BlockBudgetExceeded(
+                "max_blocks", f"must cover the blocks this law needs (more than {max_blocks} "
+                f"by step {k} of {steps}: per-step jumps are large against the law's width)",
+                max_blocks)
         k_rec = int(ks_rec[rec_i])
         live = np.nonzero(p > 1e-14 * p.max())[0]
         x = z[live].copy()
