@@ -3,6 +3,7 @@ they must fail on a violation, and only that claim may fail."""
 
 from dataclasses import fields, replace
 
+import numpy as np
 import pytest
 
 from attnsignal.claims import check_claims, claims_failed, claims_table_markdown
@@ -31,7 +32,11 @@ def good() -> dict:
               pred_samples_d100=50_000.0, pred_samples_d1000=900_000.0, literal_seed=2607,
               literal_mean_abs=0.2, chain_check_seed=2608, chain_check_runs=200,
               chain_check_mean_abs=0.2, literal_z=0.7, literal_seconds_per_sample=0.02,
-              chain_seconds_per_sample=2e-4)
+              chain_seconds_per_sample=2e-4, ode_gap_se=0.01, d1000_ode_gap_se=0.005,
+              effective_gap=0.012, effective_gap_se=0.006, effective_excess=-0.006,
+              d1000_effective_gap=0.006, d1000_effective_gap_se=0.003,
+              d1000_effective_excess=-0.003, effective_seconds=10.0,
+              d1000_effective_seconds=5.0)
     return {
         "E1": e1,
         "E2": dict(seed=2626, weak_mean_final_abs=0.993, min_mean_final_abs=0.992),
@@ -42,7 +47,9 @@ def good() -> dict:
                    configs=12, fraction_plus=0.86, fraction_predicted=0.86, p_uniform=0.865,
                    p_uniform_se=0.02, sign_agreement=0.98, runs=400, boundary=[], rstar=-0.15),
         "E5": dict(seed=2656, sa_seed=2657, gaps=[0.08, 0.04], gap_shrinks=True,
-                   smallest_gap=0.04, window_first=0.1, window_last=0.05, steps_to_T=[100, 200]),
+                   smallest_gap=0.04, window_first=0.1, window_last=0.05, steps_to_T=[100, 200],
+                   effective_gaps=[0.005, 0.004], effective_gap_se=[0.003, 0.003],
+                   effective_excess=[-0.002, -0.004], ode_excess=[0.07, 0.03]),
         # E6 reports measurements only: it has no claims
         "E6": dict(seed=2666, dims=(100, 1000), table=[], verdict="(not read by the claims)"),
     }
@@ -66,13 +73,17 @@ def build(changes: dict | None = None) -> dict:
 
 def test_all_claims_hold_on_good_measurements():
     rows = check_claims(Plan.full(), build())
-    assert len(rows) == 6
+    assert len(rows) == 7
     assert claims_failed(rows) == []
-    assert [r.verdict for r in rows].count("PASS") == 5
+    assert [r.verdict for r in rows].count("PASS") == 6
     assert rows[3].verdict.startswith("holds only when")
-    assert rows[-1].implementation_check and not any(r.implementation_check for r in rows[:-1])
+    # the checks of this implementation come last, each marked so in its row
+    assert all(r.implementation_check for r in rows[-2:])
+    assert not any(r.implementation_check for r in rows[:-2])
+    for r in rows[-2:]:
+        assert r.claim.startswith("Check of this implementation (not a claim of the paper)")
     md = claims_table_markdown(rows)
-    assert md.count("\n") == 7 and "PASS" in md
+    assert md.count("\n") == 8 and "PASS" in md
 
 
 @pytest.mark.parametrize(
@@ -88,6 +99,7 @@ def test_all_claims_hold_on_good_measurements():
         ("E4", "stable_interior", 1, 4),
         ("E1", "literal_z", 6.0, 5),   # the literal spot check disagrees with the chain
         ("E1", "literal_z", -4.5, 5),
+        ("E1", "d1000_effective_excess", 0.012, 6),  # the effective dynamics misses d = 1000
     ],
 )
 def test_a_violated_claim_fails(name, field, value, which):
@@ -111,3 +123,52 @@ def test_every_claim_states_its_tolerance_in_both_modes():
     for plan in (Plan.full(), Plan.quick()):
         for r in check_claims(plan, build()):
             assert r.tolerance and r.measured and r.claim
+
+
+def _effective_check(plan, sim, se, pred):
+    """The effective-dynamics row of the claims table for simulated mean |ρ| ``sim`` (with
+    standard errors ``se``) against the prediction ``pred`` at d = big_d."""
+    from attnsignal.reproduce.effective_overlay import mean_gap
+
+    p = plan.section(E1)
+    g = mean_gap(sim, se, np.arange(sim.size), pred, z=p.effective_se)
+    m = build({"E1": {"d1000_effective_gap": g.gap, "d1000_effective_gap_se": g.se,
+                      "d1000_effective_excess": g.excess}})
+    rows = check_claims(plan, m)
+    row = next(r for r in rows if "effective dynamics tracks" in r.claim)
+    assert f"d = {p.big_d}" in row.claim and "not a claim of the paper" in row.claim
+    return row
+
+
+@pytest.mark.parametrize("plan", [Plan.full(), Plan.quick()])
+def test_effective_dynamics_row_fails_on_a_prediction_shifted_by_005(plan):
+    """A prediction that tracks the runs passes; the same shifted by 0.05 fails, in both modes
+    (the runs' standard errors: ~0.005 mid-escape, ~0.0005 at the end — 8 quick runs' SE
+    at d = 1000 reach 0.008)."""
+    rng = np.random.default_rng(0)
+    steps = np.linspace(0, 1, 80)
+    truth = 0.1 + 0.8 * steps / (0.3 + steps)
+    se = 0.0005 + 0.008 * np.exp(-((steps - 0.2) / 0.1) ** 2)
+    sim = truth + se * rng.standard_normal(steps.size)
+    assert _effective_check(plan, sim, se, truth).verdict == "PASS"
+    assert _effective_check(plan, sim, se, truth + 0.004).verdict == "PASS"
+    row = _effective_check(plan, sim, se, truth + 0.05)
+    assert row.verdict == "FAIL" and row.failed
+    assert _effective_check(plan, sim, se, truth - 0.05).verdict == "FAIL"
+    # the tolerance is stated, with its standard-error allowance (quick: looser, at its
+    # larger step)
+    tol = "0.01" if plan.mode == "full" else "0.025"
+    assert row.tolerance == f"|gap| ≤ {tol} + 3 SE at every record"
+
+
+def test_path_gap_is_the_largest_gap_and_its_excess_over_z_standard_errors():
+    from attnsignal.reproduce.effective_overlay import path_gap
+
+    x = np.array([[0.0, 0.5, 1.0], [0.2, 0.7, 1.0]])  # means 0.1, 0.6, 1.0; SE 0.1, 0.1, 0
+    g = path_gap(x, np.array([0, 10, 20]), np.array([0.1, 0.3, 0.95]), z=2.0)
+    assert g.gap == pytest.approx(0.3) and g.step == 10 and g.se == pytest.approx(0.1)
+    assert g.excess == pytest.approx(max(0.3 - 0.2, 0.05 - 0.0))
+    with pytest.raises(ValueError):
+        path_gap(x, np.array([0, 10, 20]), np.array([0.1, np.nan, 0.95]))
+    with pytest.raises(ValueError):
+        path_gap(x[:1], np.array([0, 10, 20]), np.array([0.1, 0.3, 0.95]))

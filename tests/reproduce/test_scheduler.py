@@ -3,9 +3,11 @@ frames do not depend on it (same bits as the serial executor)."""
 
 from __future__ import annotations
 
+import math
 import threading
 
 import pandas as pd
+import pytest
 
 from attnsignal.config import ModelConfig, StepSize
 from attnsignal.reproduce.context import sweep_spec
@@ -64,3 +66,48 @@ def test_sweeps_sharing_the_pool_give_the_serial_executors_bits(tmp_path):
         run_sweep(s, tmp_path / f"serial-{n}", executor="serial", progress=False)
         pd.testing.assert_frame_equal(load_sweep(tmp_path / f"pool-{n}"),
                                       load_sweep(tmp_path / f"serial-{n}"))
+
+
+def test_calls_queue_with_the_small_sweeps_costliest_first(tmp_path):
+    """Theory (a Call) is ordered with the sweeps' tasks: in the first group, by its cost."""
+    from attnsignal.reproduce.scheduler import Call
+
+    pool = SharedPool(workers=1, small_sweep_cost=1e4)
+    pool._inflight = pool.workers  # hold dispatching
+    big = _tasks(tmp_path, "big", runs=3, steps=1000, n_nuisance=10)
+    pool.run(big)
+    cheap = pool.call(math.fsum, [1.0], cost=1.0)
+    dear = pool.call(math.fsum, [2.0], cost=1e9)
+    order = [item[2] for item in sorted(pool._heap)]  # the order heappop gives
+    assert [type(t) for t in order[:2]] == [Call, Call]
+    assert [t.cost for t in order[:2]] == [1e9, 1.0] and order[2:] == big
+    assert task_cost(order[0]) == 1e9
+    pool.shutdown()
+    # a call still queued at shutdown gets an error, never hangs
+    for fut in (cheap, dear):
+        with pytest.raises(RuntimeError, match="shut down"):
+            fut.result(timeout=5)
+
+
+def test_a_call_runs_in_a_worker_and_returns_its_value_or_its_error():
+    pool = SharedPool(workers=1)
+    try:
+        ok = pool.call(math.fsum, [0.1] * 10, cost=5.0)
+        bad = pool.call(math.sqrt, -1.0)
+        assert ok.result(timeout=120) == 1.0
+        with pytest.raises(ValueError):
+            bad.result(timeout=120)
+    finally:
+        pool.shutdown()
+
+
+def test_compute_without_a_local_pool_runs_in_this_process_and_is_profiled(tmp_path):
+    from attnsignal.reproduce import Plan
+    from attnsignal.reproduce.context import ExperimentContext, Shared
+    from attnsignal.reproduce.e5_tracking import E5
+
+    ctx = ExperimentContext(E5, Plan.quick(), Shared(tmp_path, executor="dask"))
+    assert ctx.compute(math.fsum, [1.0, 2.0]).result() == 3.0
+    with pytest.raises(ValueError):
+        ctx.compute(math.sqrt, -1.0).result()
+    assert ctx.timing.theory_tasks == 1 and ctx.timing.tasks == 0

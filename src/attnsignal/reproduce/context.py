@@ -28,7 +28,8 @@ if TYPE_CHECKING:
     from .plan import Plan
     from .scheduler import SharedPool
 
-__all__ = ["Shared", "ExperimentContext", "PendingSweep", "SweepData", "Timing", "sweep_spec"]
+__all__ = ["Shared", "ExperimentContext", "PendingCall", "PendingSweep", "SweepData", "Timing",
+           "sweep_spec"]
 
 M = TypeVar("M", bound="Measurements")
 
@@ -92,6 +93,8 @@ class Timing:
     report: float = 0.0
     worker_seconds: float = 0.0  # its tasks' time in the pool's workers
     tasks: int = 0
+    theory_seconds: float = 0.0  # its ctx.compute calls' own time (in the pool's workers)
+    theory_tasks: int = 0
 
     @property
     def wall(self) -> float:
@@ -183,6 +186,29 @@ class ExperimentContext:
         queued.wait()
         return PendingSweep(fut, self.timing)
 
+    def compute(self, fn: Callable[..., Any], /, *args: Any, cost: float = 0.0,
+                **kwargs: Any) -> "PendingCall":
+        """Start ``fn(*args, **kwargs)`` (theory, e.g. the effective dynamics) as a task of
+        the shared pool, beside the sweeps' tasks (``cost`` in
+        :func:`~attnsignal.reproduce.scheduler.task_cost` units orders it); without a local
+        pool (Dask, Slurm, serial) in a thread of this process. ``fn`` and its arguments must
+        be picklable and its value must not depend on where it runs. The returned object's
+        ``result()`` waits for the value (profiled) and re-raises its exception."""
+        sh = self.shared
+        if sh.pool is not None:
+            fut = sh.pool.call(_timed, fn, args, kwargs, cost=cost)
+        else:
+            fut = Future()
+
+            def work() -> None:
+                try:
+                    fut.set_result(_timed(fn, args, kwargs))
+                except BaseException as exc:  # re-raised by result()
+                    fut.set_exception(exc)
+
+            threading.Thread(target=work, name=f"compute-{self.exp.name}", daemon=True).start()
+        return PendingCall(fut, self.timing, sh.lock)
+
     def sweep(self, name: str, spec: dict[str, Any]) -> SweepData:
         """Run (or resume) the sweep ``spec`` under ``data/<name>-<hash>`` and return it.
 
@@ -243,6 +269,38 @@ class _Queued:
 
     def close(self) -> None:
         pass
+
+
+def _timed(fn: Callable[..., Any], args: tuple, kwargs: dict[str, Any]) -> tuple[Any, float]:
+    """``fn(*args, **kwargs)`` and the seconds it took (where it ran)."""
+    t = time.perf_counter()
+    value = fn(*args, **kwargs)
+    return value, time.perf_counter() - t
+
+
+class PendingCall:
+    """A computation started by :meth:`ExperimentContext.compute`."""
+
+    def __init__(self, future: Future, timing: Timing, lock: threading.Lock):
+        self._future = future
+        self._timing = timing
+        self._lock = lock
+        self._counted = False
+
+    def result(self) -> Any:
+        """Wait for the value (the wait is profiled, and the call's own time counted as
+        theory-task time); re-raises the call's exception."""
+        t = time.perf_counter()
+        try:
+            value, seconds = self._future.result()
+        finally:
+            self._timing.waiting += time.perf_counter() - t
+        with self._lock:
+            if not self._counted:
+                self._timing.theory_seconds += seconds
+                self._timing.theory_tasks += 1
+                self._counted = True
+        return value
 
 
 class PendingSweep:

@@ -241,7 +241,8 @@ def _profile(shared: Shared, profile_dir: str, t_start: float, cpu_start: float,
     for name, t in shared.timings.items():
         exps[name] = {"start": t.start, "end": t.end, "wall": t.wall, "waiting": t.waiting,
                       "compute": t.compute, "io": t.io, "figures": t.figures,
-                      "report": t.report, "worker_seconds": t.worker_seconds, "tasks": t.tasks}
+                      "report": t.report, "worker_seconds": t.worker_seconds, "tasks": t.tasks,
+                      "theory_seconds": t.theory_seconds, "theory_tasks": t.theory_tasks}
     return {
         "total_wall": total,
         "coordinator_cpu": time.process_time() - cpu_start,
@@ -268,6 +269,9 @@ def profile_table(prof: dict[str, Any]) -> list[list[str]]:
         rows.append([f"{name} simulation (pool tasks)", f"{e['waiting']:.1f} waited", "",
                      f"{e['tasks']} task(s), {e['worker_seconds']:.1f} s of task time in the "
                      "workers"])
+        if e.get("theory_tasks"):
+            rows.append([f"{name} theory (pool tasks)", "", f"{e['theory_seconds']:.1f}",
+                         f"{e['theory_tasks']} task(s), beside the simulations"])
         rows.append([f"{name} theory + analysis (this process)", f"{e['compute']:.1f}", "", ""])
         rows.append([f"{name} figures", f"{e['figures']:.1f}", "", ""])
         rows.append([f"{name} I/O (load sweeps, write frames) + prose",

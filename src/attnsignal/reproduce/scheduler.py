@@ -14,7 +14,9 @@ never numbers.
 
 The pool implements the sweep layer's ``Executor`` protocol (``run(tasks)`` yields
 ``(task, outcome or exception)`` as tasks finish; ``close()``), and ``run`` may be called from
-several threads at once.
+several threads at once. Theory that should overlap the simulations on the same workers (the
+effective dynamics of E1 and E5) goes in as a :class:`Call` (:meth:`SharedPool.call`), ordered
+with the sweeps' tasks by its cost.
 """
 
 from __future__ import annotations
@@ -29,12 +31,13 @@ import threading
 import time
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator, Mapping
 
 from ..sweep.tasks import Task, TaskOutcome, run_task
 
-__all__ = ["SharedPool", "task_cost", "warm_kernels"]
+__all__ = ["Call", "SharedPool", "task_cost", "warm_kernels"]
 
 
 #: sweeps costing at most this much (:func:`task_cost` units; about 1 % of the quick
@@ -48,12 +51,50 @@ SHUT_DOWN = "the reproduction's pool was shut down"
 CHAIN_UPDATE_OVERHEAD = 32
 
 
-def task_cost(task: Task) -> float:
+@dataclass(frozen=True)
+class Call:
+    """A computation of the task graph that is not a sweep task: ``fn(*args, **kwargs)`` in a
+    pool worker (``fn`` and its arguments picklable). ``cost`` is in :func:`task_cost` units."""
+
+    fn: Callable[..., Any]
+    args: tuple = ()
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+    cost: float = 0.0
+
+
+def _execute(item: "Task | Call") -> Any:
+    """What a pool worker runs: a sweep task, or a :class:`Call` (on one compute thread)."""
+    if not isinstance(item, Call):
+        return run_task(item)
+    from ..sweep.tasks import _single_thread
+
+    _single_thread()
+    return item.fn(*item.args, **item.kwargs)
+
+
+class _FutureSink:
+    """Where the pool puts a :class:`Call`'s ``(call, value or exception)``: its future."""
+
+    def __init__(self, future: Future):
+        self.future = future
+
+    def put(self, item: tuple[Any, Any]) -> None:
+        res = item[1]
+        if isinstance(res, BaseException):
+            self.future.set_exception(res)
+        else:
+            self.future.set_result(res)
+
+
+def task_cost(task: "Task | Call") -> float:
     """A task's cost in arbitrary units: runs × steps × batch × the cost of one sample — for
-    the chain engines (no query vector), ``L + 32`` (it draws O(L) normals per sample, ``d`` is only a number of
-    degrees of freedom, plus a fixed cost per update); for the other engines ``L·d``.
+    the chain engines (no query vector), ``L + 32`` (it draws O(L) normals per sample, ``d``
+    is only a number of degrees of freedom, plus a fixed cost per update); for the other
+    engines ``L·d``; a :class:`Call` states its own.
 
     Only the order of the estimates matters (which task starts first)."""
+    if isinstance(task, Call):
+        return task.cost
     from ..engines import get_engine
 
     m = task.model
@@ -148,6 +189,22 @@ class SharedPool:
                 done.put((t, RuntimeError(SHUT_DOWN)))
         return (done.get() for _ in range(len(tasks)))
 
+    def call(self, fn: Callable[..., Any], /, *args: Any, cost: float = 0.0,
+             **kwargs: Any) -> Future:
+        """Queue ``fn(*args, **kwargs)`` as one task of the pool (with the small sweeps, the
+        costliest first) and return its future (the value, or the exception it raised)."""
+        fut: Future = Future()
+        with self._lock:
+            closed = self._closed
+            if not closed:
+                heapq.heappush(self._heap, ((0, -float(cost)), next(self._seq),
+                                            Call(fn, args, dict(kwargs), float(cost)),
+                                            _FutureSink(fut)))
+                self._dispatch()
+        if closed:  # nothing would ever run it: it fails now, instead of a hang
+            fut.set_exception(RuntimeError(SHUT_DOWN))
+        return fut
+
     def close(self) -> None:
         """Kept open: the pool outlives each sweep; :meth:`shutdown` ends it."""
 
@@ -191,7 +248,7 @@ class SharedPool:
             if self._pool is None:
                 self._pool = self._new_pool()
             try:
-                fut = self._pool.submit(run_task, t)
+                fut = self._pool.submit(_execute, t)
             except (BrokenProcessPool, RuntimeError) as exc:
                 self._inflight -= 1
                 self._broken(t, done, exc)
