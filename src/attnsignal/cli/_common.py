@@ -22,7 +22,6 @@ from rich.progress import (
 from ..config import ConfigError, ModelConfig, RunConfig
 from ..schedules import SCHEDULES, Schedule, StepSize, schedule_from_dict
 from ..validation import Constraint, check_keys, parse_text
-from . import UsageFailure
 
 console = Console(stderr=True)
 out = Console()

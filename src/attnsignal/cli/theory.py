@@ -533,12 +533,14 @@ def _effective_frame(ed, ode_at) -> pd.DataFrame:
 
 def _gap(sim: np.ndarray, se: np.ndarray, pred: np.ndarray, steps: np.ndarray,
          t: np.ndarray) -> dict:
-    """Largest ``|sim − pred|`` over the records, where it occurs, the simulation's standard
-    error there, and the largest ``|sim − pred| − 3 se``."""
-    diff = np.abs(sim - pred)
-    j = int(np.argmax(diff))
-    return {"gap": float(diff[j]), "step": int(steps[j]), "t": float(t[j]),
-            "se": float(se[j]), "excess_3se": float(np.max(diff - 3.0 * se))}
+    """Largest ``|sim − pred|`` over the records, where it occurs (step and ODE time), the
+    simulation's standard error there, and the largest ``|sim − pred| − 3 se``
+    (:func:`attnsignal.theory.tracking.mean_gap`)."""
+    from ..theory.tracking import mean_gap
+
+    g = mean_gap(sim, se, steps, pred, z=3.0)
+    j = int(np.flatnonzero(np.asarray(steps) == g.step)[0])
+    return {"gap": g.gap, "step": g.step, "t": float(t[j]), "se": g.se, "excess_3se": g.excess}
 
 
 def _effective_compare(cmp: pd.DataFrame, result, ed, ode_at, keep: np.ndarray

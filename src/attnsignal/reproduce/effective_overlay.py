@@ -6,25 +6,19 @@
 reads — at the recorded steps, the predicted mean ``E ρ_k``, mean ``E|ρ_k|`` and the 10 % and
 90 % quantiles of ``|ρ_k|`` — so only a few arrays travel back from the worker.
 
-:func:`path_gap` compares a prediction with the simulated mean over runs at the same records:
-
-    gap = max_j |mean_r x_rj − pred_j|,        excess(z) = max_j (|mean_r x_rj − pred_j| − z·se_j),
-
-with ``se_j`` the standard error of the simulated mean at record ``j`` (sample standard
-deviation over the runs / √runs). ``gap`` is what the reports quote (with the standard error
-where it is attained); ``excess`` is what a tolerance "≤ tol + z SE at every record" checks:
-it holds iff ``excess ≤ tol``.
+:func:`~attnsignal.theory.tracking.path_gap` and :func:`~attnsignal.theory.tracking.mean_gap`
+(re-exported here) compare a prediction with the simulated mean over runs at the same records.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ..config import ModelConfig
+from ..theory.tracking import PathGap, mean_gap, path_gap
 
 __all__ = ["EffectivePath", "PathGap", "effective_cost", "effective_path", "mean_gap", "path_gap"]
 
@@ -84,43 +78,3 @@ def effective_cost(model: ModelConfig, n_samples: int) -> float:
     return float(_MOMENT_NODES * n_samples * (model.n_tokens + 32))
 
 
-@dataclass(frozen=True)
-class PathGap:
-    """Simulated mean against a prediction over the records (module docstring): ``gap`` the
-    largest ``|mean − pred|``, attained at ``step`` where the simulated mean has standard
-    error ``se``; ``excess`` the largest ``|mean − pred| − z·se_j`` for the ``z`` given."""
-
-    gap: float
-    step: int
-    se: float
-    excess: float
-    z: float
-
-
-def path_gap(values: np.ndarray, steps: np.ndarray, pred: np.ndarray, z: float = 3.0) -> PathGap:
-    """Compare the simulated ``values`` (``(runs, n_rec)``, e.g. ``|ρ|``) at records ``steps``
-    with ``pred`` (``(n_rec,)``). NaN or inf anywhere is a ``ValueError`` (never a silent
-    maximum over NaN)."""
-    x = np.asarray(values, dtype=np.float64)
-    pred = np.asarray(pred, dtype=np.float64)
-    if x.ndim != 2 or x.shape[1] != pred.size or x.shape[0] < 2:
-        raise ValueError(f"path_gap: values {x.shape} and prediction {pred.shape} do not match "
-                         "(need runs >= 2 and one prediction per record)")
-    return mean_gap(x.mean(axis=0), x.std(axis=0, ddof=1) / math.sqrt(x.shape[0]), steps,
-                    pred, z)
-
-
-def mean_gap(mean: np.ndarray, se: np.ndarray, steps: np.ndarray, pred: np.ndarray,
-             z: float = 3.0) -> PathGap:
-    """:func:`path_gap` from the simulated mean and its standard error at each record."""
-    mean, se, pred = (np.asarray(a, dtype=np.float64) for a in (mean, se, pred))
-    if not (mean.shape == se.shape == pred.shape == np.shape(steps)) or mean.size == 0:
-        raise ValueError(f"path_gap: mean {mean.shape}, se {se.shape}, prediction "
-                         f"{pred.shape} and steps {np.shape(steps)} must match")
-    if not (np.all(np.isfinite(mean)) and np.all(np.isfinite(se))
-            and np.all(np.isfinite(pred))):
-        raise ValueError("path_gap: non-finite simulated values or prediction")
-    diff = np.abs(mean - pred)
-    j = int(np.argmax(diff))
-    return PathGap(gap=float(diff[j]), step=int(np.asarray(steps)[j]), se=float(se[j]),
-                   excess=float(np.max(diff - z * se)), z=float(z))

@@ -38,7 +38,7 @@ from .._version import __version__
 from ..claims import CLAIMS_HEADER, ClaimResult, check_claims, claims_failed, claims_table_rows
 from ..report import Report, Section
 from ..results import atomic_write
-from .context import ExperimentContext, Shared, Timing
+from .context import ExperimentContext, Shared
 from .experiment import Experiment, Measurements
 from .plan import Plan
 from .registry import EXPERIMENTS

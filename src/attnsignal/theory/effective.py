@@ -78,7 +78,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 from numba import njit, prange
@@ -321,7 +321,6 @@ def _step_moments(rhos: np.ndarray, dphi: np.ndarray, gq: np.ndarray, ge: np.nda
     num = r * (1.0 + eta * gq_) + s * eta * ge
     den = np.sqrt((1.0 + eta * gq_) ** 2 + (eta * ge) ** 2 + eta * eta * u2)
     rp = np.clip(num / den, -1.0, 1.0)
-    n = ge.shape[1]
     d_rho = rp - r
     drift_rho, se_rho = _control_variate(d_rho, eta * s * ge, eta * (1.0 - rhos ** 2) * dphi)
     var_rho = d_rho.var(axis=1, ddof=1)

@@ -17,6 +17,19 @@ The band is ``mean ± z·se`` (``se`` = sd over runs / √runs, ``z = 1.96``); `
 ``max_j |sim_j − ode_j|`` over ``t_j <= T`` and ``excess`` the largest distance of the ODE curve
 outside the band. Diverged runs are left out.
 
+Gap to any predicted path
+-------------------------
+:func:`path_gap` (from the runs) and :func:`mean_gap` (from their mean and its standard error)
+compare a predicted path with the simulated mean at the same records,
+
+    gap = max_j |mean_r x_rj − pred_j|,        excess(z) = max_j (|mean_r x_rj − pred_j| − z·se_j),
+
+``se_j`` the standard error of the simulated mean at record ``j`` (sample standard deviation over
+the runs / √runs): ``gap`` is what reports quote (with the standard error where it is attained),
+``excess`` what a tolerance "≤ tol + z SE at every record" checks (it holds iff
+``excess ≤ tol``). Used for the limiting ODE and the effective dynamics alike (the reproduction's
+E1/E5, ``attnsignal ode --compare``).
+
 SA diagnostics
 --------------
 Along the recorded trajectory, with ``F(ρ) = (1 − ρ²)Φ'(ρ)`` and ``V_B`` the gradient variance
@@ -42,6 +55,7 @@ of :func:`.finite_step.gradient_variance` (interpolated from a common-random-num
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -56,7 +70,8 @@ from .field import dphi_interpolant
 from .finite_step import drift_variance, gradient_variance, second_order_coefficient
 from .ode import flow
 
-__all__ = ["Tracking", "tracking", "SADiagnostics", "sa_diagnostics"]
+__all__ = ["Tracking", "tracking", "SADiagnostics", "sa_diagnostics", "PathGap", "path_gap",
+           "mean_gap"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -242,3 +257,45 @@ def sa_diagnostics(result, model: ModelConfig | None = None, *, T: float = 1.0,
     return SADiagnostics(steps=steps, t=t, eta=step.eta(steps), noise_budget=mean_budget,
                          noise_remaining=remaining.mean(axis=0), martingale=M, window_max=W,
                          window_max_mean=wmean, window_sd=sd, T=T, batch=batch, update=update)
+
+
+@dataclass(frozen=True)
+class PathGap:
+    """Simulated mean against a prediction over the records (module docstring): ``gap`` the
+    largest ``|mean − pred|``, attained at ``step`` where the simulated mean has standard
+    error ``se``; ``excess`` the largest ``|mean − pred| − z·se_j`` for the ``z`` given."""
+
+    gap: float
+    step: int
+    se: float
+    excess: float
+    z: float
+
+
+def path_gap(values: np.ndarray, steps: np.ndarray, pred: np.ndarray, z: float = 3.0) -> PathGap:
+    """Compare the simulated ``values`` (``(runs, n_rec)``, e.g. ``|ρ|``) at records ``steps``
+    with ``pred`` (``(n_rec,)``). NaN or inf anywhere is a ``ValueError`` (never a silent
+    maximum over NaN)."""
+    x = np.asarray(values, dtype=np.float64)
+    pred = np.asarray(pred, dtype=np.float64)
+    if x.ndim != 2 or x.shape[1] != pred.size or x.shape[0] < 2:
+        raise ValueError(f"path_gap: values {x.shape} and prediction {pred.shape} do not match "
+                         "(need runs >= 2 and one prediction per record)")
+    return mean_gap(x.mean(axis=0), x.std(axis=0, ddof=1) / math.sqrt(x.shape[0]), steps,
+                    pred, z)
+
+
+def mean_gap(mean: np.ndarray, se: np.ndarray, steps: np.ndarray, pred: np.ndarray,
+             z: float = 3.0) -> PathGap:
+    """:func:`path_gap` from the simulated mean and its standard error at each record."""
+    mean, se, pred = (np.asarray(a, dtype=np.float64) for a in (mean, se, pred))
+    if not (mean.shape == se.shape == pred.shape == np.shape(steps)) or mean.size == 0:
+        raise ValueError(f"path_gap: mean {mean.shape}, se {se.shape}, prediction "
+                         f"{pred.shape} and steps {np.shape(steps)} must match")
+    if not (np.all(np.isfinite(mean)) and np.all(np.isfinite(se))
+            and np.all(np.isfinite(pred))):
+        raise ValueError("path_gap: non-finite simulated values or prediction")
+    diff = np.abs(mean - pred)
+    j = int(np.argmax(diff))
+    return PathGap(gap=float(diff[j]), step=int(np.asarray(steps)[j]), se=float(se[j]),
+                   excess=float(np.max(diff - z * se)), z=float(z))
