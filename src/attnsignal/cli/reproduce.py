@@ -20,7 +20,7 @@ EXIT_EXPERIMENT_FAILED = 3
 
 @app.command("reproduce")
 def reproduce_cmd(
-    quick: bool = typer.Option(False, "--quick", help="fewer runs and steps (≤ 90 s on 2 cores); every section, looser stated tolerances"),
+    quick: bool = typer.Option(False, "--quick", help="fewer runs and steps (minutes on 2 cores, not hours); every section, looser stated tolerances"),
     out_dir: Path = typer.Option(Path("reproduction"), "--out", help="output directory (report.md, report.html, figures/, data/)"),
     executor: str = typer.Option("local", "--executor", help="'local' (process pool), 'dask' or 'slurm' (Slurm jobs via dask-jobqueue)"),
     scheduler: Optional[str] = typer.Option(None, "--scheduler", help="address of a running Dask scheduler (with --executor dask)"),
