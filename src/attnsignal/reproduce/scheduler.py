@@ -178,15 +178,7 @@ class SharedPool:
         iterator over ``(task, outcome or exception)`` in completion order."""
         done: queue.Queue = queue.Queue()
         small = int(sum(task_cost(t) for t in tasks) > self.small_sweep_cost)
-        with self._lock:
-            closed = self._closed
-            if not closed:
-                for t in tasks:
-                    heapq.heappush(self._heap, ((small, -task_cost(t)), next(self._seq), t, done))
-                self._dispatch()
-        if closed:  # nothing would ever run them: every task fails now, instead of a hang
-            for t in tasks:
-                done.put((t, RuntimeError(SHUT_DOWN)))
+        self._enqueue([((small, -task_cost(t)), t) for t in tasks], done)
         return (done.get() for _ in range(len(tasks)))
 
     def call(self, fn: Callable[..., Any], /, *args: Any, cost: float = 0.0,
@@ -194,16 +186,23 @@ class SharedPool:
         """Queue ``fn(*args, **kwargs)`` as one task of the pool (with the small sweeps, the
         costliest first) and return its future (the value, or the exception it raised)."""
         fut: Future = Future()
+        self._enqueue([((0, -float(cost)), Call(fn, args, dict(kwargs), float(cost)))],
+                      _FutureSink(fut))
+        return fut
+
+    def _enqueue(self, items: list[tuple[tuple[int, float], "Task | Call"]], done: Any) -> None:
+        """Push ``(priority, item)`` pairs whose results go to ``done`` (``put((item, result
+        or exception))``) and dispatch; once the pool is shut down nothing would ever run
+        them, so each fails at once instead of a hang."""
         with self._lock:
             closed = self._closed
             if not closed:
-                heapq.heappush(self._heap, ((0, -float(cost)), next(self._seq),
-                                            Call(fn, args, dict(kwargs), float(cost)),
-                                            _FutureSink(fut)))
+                for prio, item in items:
+                    heapq.heappush(self._heap, (prio, next(self._seq), item, done))
                 self._dispatch()
-        if closed:  # nothing would ever run it: it fails now, instead of a hang
-            fut.set_exception(RuntimeError(SHUT_DOWN))
-        return fut
+        if closed:
+            for _, item in items:
+                done.put((item, RuntimeError(SHUT_DOWN)))
 
     def close(self) -> None:
         """Kept open: the pool outlives each sweep; :meth:`shutdown` ends it."""
