@@ -19,6 +19,7 @@ import numpy as np
 
 from ..config import ModelConfig
 from ..theory.tracking import PathGap, mean_gap, path_gap
+from .scheduler import CHAIN_UPDATE_OVERHEAD
 
 __all__ = ["EffectivePath", "PathGap", "effective_cost", "effective_path", "mean_gap", "path_gap"]
 
@@ -73,8 +74,8 @@ def effective_path(model: ModelConfig, step: Any, *, steps: int, record_every: i
 def effective_cost(model: ModelConfig, n_samples: int) -> float:
     """The cost of :func:`effective_path` in the shared pool's units
     (:func:`~attnsignal.reproduce.scheduler.task_cost`: one chain sample of ``L`` tokens costs
-    ``L + 32``): its reduced draws, ``n_samples`` of ``L`` tokens at each moment node. Only
+    ``L + CHAIN_UPDATE_OVERHEAD``): its reduced draws, ``n_samples`` of ``L`` tokens at each moment node. Only
     orders it among the pool's tasks."""
-    return float(_MOMENT_NODES * n_samples * (model.n_tokens + 32))
+    return float(_MOMENT_NODES * n_samples * (model.n_tokens + CHAIN_UPDATE_OVERHEAD))
 
 
