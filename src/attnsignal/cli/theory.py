@@ -464,10 +464,10 @@ def _check_effective(model, step, rc: RunConfig) -> None:
     normalised by ``η²``, which must stay finite — beyond it the drift is NaN and the law would
     silently stand still), minibatches larger than its draws or than memory holds (its
     minibatch pool holds about ``3·91·n·B + 2·n·B²`` doubles, ``n`` = 4000 draws), or more
-    records × grid nodes than it keeps (the grid has at most ``2⌈9/h⌉ + 1`` nodes,
-    ``h = min(0.01, 0.1/√d)``)."""
+    records × grid nodes than it keeps (at most
+    :func:`~attnsignal.theory.effective.max_grid_nodes` nodes)."""
     from ..limits import check_memory
-    from ..theory.effective import _MAX_GRID, _MAX_LAW, _MAX_STEPS
+    from ..theory.effective import _MAX_LAW, _MAX_STEPS, max_grid_nodes
 
     if rc.method != "sga":
         raise ConfigError("method", "must be 'sga' with --effective (the effective dynamics "
@@ -485,8 +485,7 @@ def _check_effective(model, step, rc: RunConfig) -> None:
     n, b = float(_EFF_DRAWS), float(rc.batch)
     check_memory("batch", 8.0 * (3 * 91 * n * b + 2 * n * b * b),
                  f"the effective dynamics' minibatch pool (B = {rc.batch})", rc.batch)
-    h = min(0.01, 0.1 / math.sqrt(model.d))
-    grid = min(_MAX_GRID, 2 * math.ceil(9.0 / h) + 1)
+    grid = max_grid_nodes(model.d)
     n_rec = rc.n_records()
     if n_rec * grid > _MAX_LAW:
         raise ConfigError("record", f"must give at most {_MAX_LAW // grid:,} records with "

@@ -92,7 +92,7 @@ from .exact import MAX_BETA
 from .field import dphi_interpolant
 from .reduced import reduced_chunks
 
-__all__ = ["BlockBudgetExceeded", "EffectiveDynamics", "MomentTable", "OneStepMoments", "effective_dynamics",
+__all__ = ["BlockBudgetExceeded", "EffectiveDynamics", "MomentTable", "grid_spacing", "max_grid_nodes", "OneStepMoments", "effective_dynamics",
            "moment_table", "one_step_moments", "schedule_etas", "record_schedule"]
 
 _SQRT2PI = math.sqrt(2.0 * math.pi)
@@ -101,6 +101,7 @@ _ETA_CHANGE = 0.01        # largest relative change of η within a sub-block
 _MOVE = 0.02              # largest mean displacement of a non-stiff node per sub-block (in z)
 _NODE_DZ = 0.2            # spacing of the moment nodes in z
 _MAX_GRID = 20_001
+_Z_CAP = 9.0              # the grid never reaches beyond |z| = 9 (1 − |ρ| ≈ 3e-8)
 #: largest standardised step ``σ²η`` (its square must stay finite: beyond ~1e154 the drift
 #: would be NaN and the law would silently stand still)
 MAX_STD_STEP = 1e150
@@ -111,6 +112,18 @@ _MAX_LAW = 60_000_000     # doubles kept for the law (records × grid)
 class BlockBudgetExceeded(ConfigError):
     """The evolution needs more blocks than ``max_blocks`` allows (large per-step jumps against
     the law's width — small ``L``, large ``η`` — force blocks of a few steps)."""
+
+
+def grid_spacing(d: int) -> float:
+    """The default spacing ``h = min(0.01, 0.1/√d)`` of the ``z`` grid (the uniform start's
+    law has width ``≈ 1/√d`` in ``z``)."""
+    return min(0.01, 0.1 / math.sqrt(d))
+
+
+def max_grid_nodes(d: int) -> int:
+    """The most nodes the default grid can have at dimension ``d``: ``2⌈Z/h⌉ + 1`` with the
+    largest extent ``Z = 9``, at most 20 001 — a bound known before any work."""
+    return min(_MAX_GRID, 2 * math.ceil(_Z_CAP / grid_spacing(d)) + 1)
 
 
 # --------------------------------------------------------------------------- schedules
@@ -443,7 +456,7 @@ def _eta_nodes(lo: float, hi: float) -> np.ndarray:
 
 
 @validated(model=MODEL, eta_min=Real(gt=0.0), eta_max=Real(gt=0.0), batch=BATCH,
-           update=UPDATE, z_max=Optional(Real(ge=1.0, le=9.0)), n_samples=Integer(ge=100),
+           update=UPDATE, z_max=Optional(Real(ge=1.0, le=_Z_CAP)), n_samples=Integer(ge=100),
            seed=SEED)
 def moment_table(model: ModelConfig, eta_min: float, eta_max: float, *, batch: int = 1,
                  update: str = "projected", z_max: float | None = None, n_samples: int = 4000,
@@ -699,7 +712,7 @@ def _z_max(model: ModelConfig, eta_min_std: float, batch: int, z_start: float | 
     z = max(zs) + 2.0 if zs else 3.0
     if z_start is not None:
         z = max(z, abs(z_start) + 0.5)
-    return float(min(max(z, 3.0), 9.0))
+    return float(min(max(z, 3.0), _Z_CAP))
 
 
 @validated(model=MODEL, step=STEP, steps=Integer(ge=1, le=_MAX_STEPS),
@@ -768,7 +781,7 @@ def effective_dynamics(model: ModelConfig, step: Any, *, steps: int,
         z_max = _z_max(model, float(eta_std.min()), batch, z_start, seed)
     else:
         z_max = float(moments.z_nodes[-1])
-    h = min(0.01, 0.1 / math.sqrt(d)) if grid_step is None else float(grid_step)
+    h = grid_spacing(d) if grid_step is None else float(grid_step)
     half = int(math.ceil(z_max / h))
     if 2 * half + 1 > _MAX_GRID:
         half = (_MAX_GRID - 1) // 2
