@@ -92,8 +92,9 @@ from .exact import MAX_BETA
 from .field import dphi_interpolant
 from .reduced import reduced_chunks
 
-__all__ = ["BlockBudgetExceeded", "EffectiveDynamics", "MomentTable", "grid_spacing", "max_grid_nodes", "OneStepMoments", "effective_dynamics",
-           "moment_table", "one_step_moments", "schedule_etas", "record_schedule"]
+__all__ = ["BlockBudgetExceeded", "EffectiveDynamics", "MomentTable", "OneStepMoments",
+           "effective_dynamics", "grid_spacing", "max_grid_nodes", "moment_table",
+           "one_step_moments", "schedule_etas", "record_schedule"]
 
 _SQRT2PI = math.sqrt(2.0 * math.pi)
 _BLOCK_SD = 0.05          # largest spread of a block from a node that carries mass (in z)
