@@ -39,7 +39,7 @@ def steps_to_reach(frame: pd.DataFrame, level: float = 0.99) -> pd.Series:
 class E2Plan(PlanSection):
     """E2's grid, budget and tolerances. Full: 30 runs of 30 000 samples per cell.
 
-    Quick: 6 runs of 8 000 samples per cell; the slowest cell (θ = 0.25, N/R = 1) then ends
+    Quick: 4 runs of 8 000 samples per cell; the slowest cell (θ = 0.25, N/R = 1) then ends
     near 0.95, so the grid tolerance is 0.9 and the weak-signal one 0.95."""
 
     thetas: tuple[float, ...] = (0.25, 0.5, 1.0)
@@ -62,7 +62,7 @@ class E2Plan(PlanSection):
 
     @classmethod
     def quick(cls) -> "E2Plan":
-        return cls(runs=6, steps=8000, weak_mean_final_abs=0.95, grid_mean_final_abs=0.9)
+        return cls(runs=4, steps=8000, weak_mean_final_abs=0.95, grid_mean_final_abs=0.9)
 
     def models(self) -> list[ModelConfig]:
         """The grid's configurations, θ-major."""
