@@ -310,13 +310,14 @@ def test_registry_plans_are_valid_and_dependencies_come_first():
 
 
 def test_e1_sweeps_both_dimensions_at_once_unless_their_runs_differ(reduced):
-    """The paper's plan keeps one sweep over d = 100 and 1000 (run r at d = 1000 keeps the
-    seed (point 1, r) its numbers were published with); quick mode runs fewer runs at
-    d = 1000 in a sweep of its own, and the reduced reproduction got them."""
+    """As many runs at both dimensions: one sweep over d = 100 and 1000; fewer at d = 1000
+    (both plans): a sweep of its own — and the reduced reproduction got them. The runs at
+    d = 100 are grid point 0 either way (the paper's 30 runs keep their seeds)."""
     from attnsignal.reproduce.e1_headline import sweep_groups
 
     full, quick = Plan.full().section(E1), Plan.quick().section(E1)
-    assert sweep_groups(full) == {"E1": (30, [100, 1000])}
+    assert sweep_groups(replace(full, big_runs=30)) == {"E1": (30, [100, 1000])}
+    assert sweep_groups(full) == {"E1": (30, [100]), "E1_big": (10, [1000])}
     assert sweep_groups(quick) == {"E1": (8, [100]), "E1_big": (4, [1000])}
     _, res = reduced
     m = res.measurements["E1"]
