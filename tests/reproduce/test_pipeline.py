@@ -42,7 +42,7 @@ def tiny_plan(seed: int = 7) -> Plan:
     q = Plan.quick(seed=seed)
     return Plan(mode="quick", seed=seed, sections={
         "E1": replace(q.section(E1), model=ModelConfig(d=20, n_informative=10, n_nuisance=200, theta=0.25),
-                      big_d=60, runs=4, steps=1500, records=30, theory_samples=300,
+                      big_d=60, runs=4, big_runs=3, steps=1500, records=30, theory_samples=300,
                       step=StepSize(eta0=0.05, k0=300.0, power=1.0), literal_runs=2, literal_steps=20,
                       effective_samples=200),
         "E2": replace(q.section(E2), thetas=(0.25, 1.0), ratios=(1, 20), R=10, d=20, runs=3, steps=800),
@@ -307,6 +307,22 @@ def test_registry_plans_are_valid_and_dependencies_come_first():
     assert Plan.full().section(E5).schedule.k0 == 100.0  # a schedule object, not loose fields
     with pytest.raises(KeyError):
         get_experiment("E0")
+
+
+def test_e1_sweeps_both_dimensions_at_once_unless_their_runs_differ(reduced):
+    """As many runs at both dimensions: one sweep over d = 100 and 1000; fewer at d = 1000
+    (both plans): a sweep of its own — and the reduced reproduction got them. The runs at
+    d = 100 are grid point 0 either way (the paper's 30 runs keep their seeds)."""
+    from attnsignal.reproduce.e1_headline import sweep_groups
+
+    full, quick = Plan.full().section(E1), Plan.quick().section(E1)
+    assert sweep_groups(replace(full, big_runs=30)) == {"E1": (30, [100, 1000])}
+    assert sweep_groups(full) == {"E1": (30, [100]), "E1_big": (10, [1000])}
+    assert sweep_groups(quick) == {"E1": (8, [100]), "E1_big": (4, [1000])}
+    _, res = reduced
+    m = res.measurements["E1"]
+    assert (m.headline.alignment.shape[0], m.big.alignment.shape[0]) == (4, 3)
+    assert (m.headline.model.d, m.big.model.d) == (20, 60)
 
 
 def test_cli_passes_the_executor_options_through(monkeypatch, tmp_path):

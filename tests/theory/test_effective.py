@@ -149,6 +149,24 @@ def test_bad_input_is_one_config_error(kwargs):
         effective_dynamics(SMALL, STEP, **kwargs)
 
 
+def test_a_minibatch_pool_beyond_memory_is_refused_before_any_draw(monkeypatch):
+    """B = 3 000 of 4 000 draws needs ≈ 0.6 TB of pool: one ConfigError naming ``batch``,
+    raised in well under the time one draw of the pool would take (the check runs first, in
+    effective_dynamics itself, not only in the command line's pre-check)."""
+    import time
+
+    import attnsignal.theory.effective as eff
+
+    def no_pool(*a, **k):  # reaching the pool means the check came too late
+        raise AssertionError("the gradient pool was drawn")
+
+    monkeypatch.setattr(eff, "_gradient_pool", no_pool)
+    t0 = time.perf_counter()
+    with pytest.raises(ConfigError, match=r"^batch: must keep the effective dynamics' minibatch"):
+        effective_dynamics(SMALL, STEP, steps=10, batch=3000)
+    assert time.perf_counter() - t0 < 5.0
+
+
 def test_minibatches_from_the_pool_have_independent_batch_moments():
     """The minibatches built from the common pool (``_batches``) have ``Var ḡ_e = Var g_e/B``
     and ``E||ū||² = E||u||²/B`` (independent uniform complement directions): within 3 %."""

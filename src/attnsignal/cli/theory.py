@@ -462,12 +462,11 @@ def _check_effective(model, step, rc: RunConfig) -> None:
     """Refuse, before any work, what the effective dynamics cannot do: a baseline method, more
     steps than it integrates, steps ``σ²η_k`` above ``1e150`` (its one-step moments are
     normalised by ``η²``, which must stay finite — beyond it the drift is NaN and the law would
-    silently stand still), minibatches larger than its draws or than memory holds (its
-    minibatch pool holds about ``3·91·n·B + 2·n·B²`` doubles, ``n`` = 4000 draws), or more
+    silently stand still), minibatches larger than its draws or than memory holds
+    (:func:`~attnsignal.theory.effective.check_pool_memory`, 4000 draws), or more
     records × grid nodes than it keeps (at most
     :func:`~attnsignal.theory.effective.max_grid_nodes` nodes)."""
-    from ..limits import check_memory
-    from ..theory.effective import _MAX_LAW, _MAX_STEPS, max_grid_nodes
+    from ..theory.effective import _MAX_LAW, _MAX_STEPS, check_pool_memory, max_grid_nodes
 
     if rc.method != "sga":
         raise ConfigError("method", "must be 'sga' with --effective (the effective dynamics "
@@ -482,9 +481,7 @@ def _check_effective(model, step, rc: RunConfig) -> None:
     if rc.batch > _EFF_DRAWS:
         raise ConfigError("batch", f"must be <= {_EFF_DRAWS} with --effective (the one-step "
                           "moments draw that many samples per node)", rc.batch)
-    n, b = float(_EFF_DRAWS), float(rc.batch)
-    check_memory("batch", 8.0 * (3 * 91 * n * b + 2 * n * b * b),
-                 f"the effective dynamics' minibatch pool (B = {rc.batch})", rc.batch)
+    check_pool_memory(rc.batch, _EFF_DRAWS)
     grid = max_grid_nodes(model.d)
     n_rec = rc.n_records()
     if n_rec * grid > _MAX_LAW:

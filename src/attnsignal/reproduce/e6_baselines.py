@@ -51,7 +51,7 @@ class E6Plan(PlanSection):
     samples: int = 1_000_000
     records: int = 60
     pca_big_runs: int = 6
-    attention_runs: int = 8
+    attention_runs: int = 4
     attention_steps: int = 100_000
     attention_big_d: bool = True
     attention_theory: bool = True

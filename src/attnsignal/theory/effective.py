@@ -127,6 +127,20 @@ def max_grid_nodes(d: int) -> int:
     return min(_MAX_GRID, 2 * math.ceil(_Z_CAP / grid_spacing(d)) + 1)
 
 
+def check_pool_memory(batch: int, n_samples: int, z_max: float = _Z_CAP) -> None:
+    """Refuse, before any work, a minibatch pool that memory cannot hold: the moment table
+    keeps about ``3·M·n·B + 2·n·B²`` doubles for ``B = batch`` (``B = 1``: ``3·M·n``), ``n =
+    n_samples`` draws and ``M = 2⌈z_max/0.2⌉ + 1`` moment nodes (91 at the largest extent, the
+    default — a bound known before the extent is). Raises ConfigError (field ``batch``)."""
+    from ..limits import check_memory
+
+    nodes = 2 * math.ceil(min(z_max, _Z_CAP) / _NODE_DZ) + 1
+    n, b = float(n_samples), float(batch)
+    check_memory("batch", 8.0 * (3 * nodes * n * b + 2 * n * b * b),
+                 f"the effective dynamics' minibatch pool (B = {batch}, {n_samples} draws)",
+                 batch)
+
+
 # --------------------------------------------------------------------------- schedules
 
 
@@ -467,6 +481,7 @@ def moment_table(model: ModelConfig, eta_min: float, eta_max: float, *, batch: i
     advisor). ``z_max`` defaults to 2 above the plateau of ``eta_min``."""
     if eta_max < eta_min:
         raise ConfigError("eta_max", f"must be >= eta_min = {eta_min:g}", eta_max)
+    check_pool_memory(batch, n_samples, _Z_CAP if z_max is None else z_max)
     s2 = model.noise_std ** 2
     if z_max is None:
         z_max = _z_max(model, eta_min * s2, batch, None, seed)
@@ -761,6 +776,8 @@ def effective_dynamics(model: ModelConfig, step: Any, *, steps: int,
     t0 = time.perf_counter()
     if n_samples < batch:
         raise ConfigError("n_samples", f"must be >= batch = {batch}", n_samples)
+    if moments is None:
+        check_pool_memory(batch, n_samples)
     ks_rec = record_schedule(steps, record_every, record)
     all_k = np.arange(steps + 1, dtype=np.int64)
     etas = schedule_etas(step, all_k[:-1])
