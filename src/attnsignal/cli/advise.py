@@ -44,9 +44,11 @@ def advise_cmd(
 ) -> None:
     """Advise step sizes that bring the mean |ρ| to --target in the fewest samples.
 
-    The optimal schedule follows the time-optimal step η*(ρ) = argmax_η E[Δz | ρ, η] of the
-    effective dynamics along its mean path; the advice is the Robbins–Monro power law closest
-    to it in predicted samples. Predictions include the spread of ρ over runs.
+    The advice is a Robbins–Monro power law fitted to the time-optimal step
+    η*(ρ) = argmax_η E[Δz | ρ, η] along the mean path and tuned on predicted samples; the
+    "optimal" schedule is the best found among that feedback schedule, the power law and a
+    bounded search around them (never worse than the advice). Predictions include the spread
+    of ρ over runs.
     """
     from ..config import StepSize
     from ..theory.advisor import advise_schedule
