@@ -22,6 +22,7 @@ from .validation import ConfigError
 __all__ = [
     "MAX_WORK",
     "OPS_PER_SECOND",
+    "BLAS_FLOPS_PER_SECOND",
     "memory_limit",
     "check_memory",
     "check_work",
@@ -33,6 +34,11 @@ __all__ = [
 MAX_WORK = 1e12
 #: Rough rate used to turn a count of operations into the time quoted in messages.
 OPS_PER_SECOND = 1e8
+#: Floating-point operations per second of dense LAPACK/BLAS work (a d×d Cholesky, product or
+#: eigen-decomposition) on one core, deliberately low: measured here ≈ 8e10 (PCA at d = 1000,
+#: 57 records of a 4·d³ count each, in 2.9 s on a slow day). Work done by such calls counts
+#: ``flops × OPS_PER_SECOND / BLAS_FLOPS_PER_SECOND`` elementary operations.
+BLAS_FLOPS_PER_SECOND = 1e10
 
 
 def format_bytes(n: float) -> str:

@@ -309,6 +309,18 @@ def test_registry_plans_are_valid_and_dependencies_come_first():
         get_experiment("E0")
 
 
+def test_a_plan_whose_sizes_an_experiment_would_refuse_is_refused_when_built():
+    """E6 checks its baselines' sizes when the plan is built, not after E1's runs (the full
+    plan once failed that way 25 minutes in): PCA at d = 20 000 is refused by Plan itself."""
+    from attnsignal.config import ConfigError
+
+    full = Plan.full()
+    with pytest.raises(ConfigError, match="pca"):
+        full.with_section(E1, replace(full.section(E1), big_d=20_000))
+    # and the PCA work at E6's full size (6 runs, d = 1000: about 3 s a run) is accepted
+    assert full.section(E6).pca_big_runs > 0 and full.section(E1).big_d == 1000
+
+
 def test_e1_sweeps_both_dimensions_at_once_unless_their_runs_differ(reduced):
     """As many runs at both dimensions: one sweep over d = 100 and 1000; fewer at d = 1000
     (both plans): a sweep of its own — and the reduced reproduction got them. The runs at

@@ -124,18 +124,27 @@ def baseline(
     )
 
 
+def check_baseline_size(model: ModelConfig, method: str, *, samples: int, runs: int,
+                        records: int) -> None:
+    """What :func:`baseline` checks before any work — memory and time for ``runs`` runs of
+    ``samples`` samples with ``records`` records — without running it (e.g. a plan checked
+    before anything starts). Raises ConfigError."""
+    _check_size(model, method, get_estimator(method), int(samples), int(runs), int(records),
+                "record")
+
+
 def _check_size(model: ModelConfig, method: str, est: Any, samples: int, runs: int,
                 records: int, record_field: str) -> None:
     """Refuse, before any work, what cannot fit in memory or would not finish."""
-    from ..limits import check_memory, check_work
+    from ..limits import BLAS_FLOPS_PER_SECOND, OPS_PER_SECOND, check_memory, check_work
 
     if hasattr(est, "bytes_per_run"):  # PCA: d² per run, twice more for a block's Wishart
         check_memory("model.d", 3 * est.bytes_per_run(model), f"{method}'s d×d matrices",
                      model.d)
     check_memory(record_field, 8.0 * records * 4, "the record steps", records)
     check_memory("runs", 8.0 * runs * records * 3, "the records", runs)
-    if method == "pca":
-        ops = 4.0 * runs * records * float(model.d) ** 3
+    if method == "pca":  # ≈ 4 d³ flops of LAPACK/BLAS per record (Wishart block, eigenvector)
+        ops = 4.0 * runs * records * float(model.d) ** 3 * OPS_PER_SECOND / BLAS_FLOPS_PER_SECOND
     elif method == "oja":
         ops = 40.0 * runs * samples
     else:

@@ -34,6 +34,8 @@ __all__ = ["E6Plan", "E6Measurements", "E6Baselines", "E6"]
 
 BASELINES = ("mean", "pca", "oja", "oracle")
 SIGNS = ("fixed", "random")
+#: baselines whose law is the same in both sign variants (their statistics are even in the sign)
+SIGN_BLIND = ("pca", "oja")
 COLORS = {"sga": "navy", "mean": "tab:orange", "pca": "tab:green", "oja": "tab:olive",
           "oracle": "tab:red"}
 LABELS = {"sga": "attention (SGA)", "mean": "token mean", "pca": "PCA", "oja": "Oja's rule",
@@ -91,6 +93,15 @@ class E6Baselines(Experiment[E6Plan, E6Measurements]):
     seed_offset = 60
     needs = (E1,)
 
+    def check_plan(self, plan: Any) -> None:
+        """Every baseline E6 will run fits in memory and time (E1's model and ``big_d``)."""
+        from ..baselines.runner import check_baseline_size
+
+        p, e1 = plan.section(self), plan.section(E1)
+        n_rec = len(record_steps(p))
+        for model, method, runs, _ in baseline_calls(p, e1.model, e1.big_d):
+            check_baseline_size(model, method, samples=p.samples, runs=runs, records=n_rec)
+
     def run(self, p: E6Plan, ctx: ExperimentContext) -> E6Measurements:
         from ..baselines import baseline, baseline_theory, efficiency
 
@@ -101,22 +112,15 @@ class E6Baselines(Experiment[E6Plan, E6Measurements]):
         pending = ctx.submit("E6", sweep_spec(
             base.replace(signal_sign="random"), step, seed=ctx.seed, runs=p.attention_runs,
             steps=p.attention_steps, record="log", grid={"model.d": list(att_dims)}))
-        ks = [int(k) for k in np.unique(np.round(np.geomspace(1, p.samples, p.records)))]
+        ks = record_steps(p)
         results: dict[tuple, Result] = {}
         for d in dims:
-            fixed = base.replace(d=d)
             results[d, "fixed", "sga"] = e1.headline if d == base.d else e1.big
-            for j, method in enumerate(BASELINES):
-                runs = p.pca_big_runs if (method == "pca" and d == dims[1]) else p.runs
-                if runs == 0:
-                    continue
-                for sign in SIGNS:
-                    if sign == "random" and method in ("pca", "oja"):  # same law: reuse
-                        results[d, sign, method] = results[d, "fixed", method]
-                        continue
-                    results[d, sign, method] = baseline(
-                        fixed.replace(signal_sign=sign), method, samples=p.samples, runs=runs,
-                        seed=ctx.seed + 1 + j, record=ks)
+        for model, method, runs, j in baseline_calls(p, base, dims[1]):
+            res = baseline(model, method, samples=p.samples, runs=runs, seed=ctx.seed + 1 + j,
+                           record=ks)
+            for sign in SIGNS if method in SIGN_BLIND else (model.signal_sign,):
+                results[model.d, sign, method] = res
         data = pending.result()
         for d in att_dims:
             results[d, "random", "sga"] = data.result_at(model__d=d)
@@ -199,6 +203,29 @@ class E6Baselines(Experiment[E6Plan, E6Measurements]):
 
 
 E6 = E6Baselines()
+
+
+def record_steps(p: E6Plan) -> list[int]:
+    """The baselines' record steps: ``p.records`` log-spaced steps in ``[1, p.samples]``
+    (fewer where they round to the same step)."""
+    return [int(k) for k in np.unique(np.round(np.geomspace(1, p.samples, p.records)))]
+
+
+def baseline_calls(p: E6Plan, base: ModelConfig, big_d: int
+                   ) -> list[tuple[ModelConfig, str, int, int]]:
+    """``(model, method, runs, j)`` of every baseline run E6 makes (``j``: the method's index,
+    its seed offset): each method at ``base.d`` and ``big_d`` in both sign variants, except
+    that the sign-blind ones (PCA, Oja) run once, with the fixed sign, for both, and PCA at
+    ``big_d`` runs ``p.pca_big_runs`` times (0: not at all)."""
+    calls = []
+    for d in (base.d, big_d):
+        for j, method in enumerate(BASELINES):
+            runs = p.pca_big_runs if (method == "pca" and d == big_d) else p.runs
+            if runs == 0:
+                continue
+            for sign in ("fixed",) if method in SIGN_BLIND else SIGNS:
+                calls.append((base.replace(d=d, signal_sign=sign), method, runs, j))
+    return calls
 
 
 def _fmt(v: float) -> str:

@@ -184,6 +184,12 @@ class Experiment(ABC, Generic[P, M]):
     def report_section(self, p: P, m: M, fig_dir: Path) -> "Section":
         """The report's section: prose, tables and the figures' captions."""
 
+    def check_plan(self, plan: Any) -> None:
+        """Refuse, when the :class:`~attnsignal.reproduce.plan.Plan` is built — before any
+        experiment starts — what this experiment's calls would refuse only once it runs
+        (sizes they check before their own work, read from any section of ``plan``). Raises
+        ConfigError; nothing by default."""
+
     def claims(self, p: P, m: M) -> list["ClaimResult"]:
         """The claims this experiment checks (none by default)."""
         return []

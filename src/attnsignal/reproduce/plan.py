@@ -57,6 +57,8 @@ class Plan:
             full[exp.name] = sec
         object.__setattr__(self, "seed", seed)
         object.__setattr__(self, "sections", MappingProxyType(full))
+        for exp in EXPERIMENTS:  # what the experiments would refuse later, refused now
+            exp.check_plan(self)
 
     @classmethod
     def full(cls, seed: int = 2606) -> "Plan":
