@@ -4,6 +4,7 @@ frames do not depend on it (same bits as the serial executor)."""
 from __future__ import annotations
 
 import math
+import os
 import threading
 
 import pandas as pd
@@ -111,3 +112,49 @@ def test_compute_without_a_local_pool_runs_in_this_process_and_is_profiled(tmp_p
     with pytest.raises(ValueError):
         ctx.compute(math.sqrt, -1.0).result()
     assert ctx.timing.theory_tasks == 1 and ctx.timing.tasks == 0
+
+
+def test_workers_take_turns_loading_the_kernels(tmp_path):
+    """The warm-up lock is exclusive: a second holder waits until the first lets go (on a
+    cold cache the second worker then loads the kernels the first compiled), and no path
+    means no lock."""
+    import threading
+    import time as _time
+
+    from attnsignal.reproduce.scheduler import _taking_turns
+
+    path = str(tmp_path / "warm.lock")
+    order: list[str] = []
+    first_in = threading.Event()
+
+    def first() -> None:
+        with _taking_turns(path):
+            order.append("first in")
+            first_in.set()
+            _time.sleep(0.5)
+            order.append("first out")
+
+    def second() -> None:
+        first_in.wait()
+        with _taking_turns(path):
+            order.append("second in")
+
+    ts = [threading.Thread(target=first), threading.Thread(target=second)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(10)
+    assert order == ["first in", "first out", "second in"]
+    with _taking_turns(None):
+        pass
+
+
+def test_the_pool_removes_its_warm_up_lock_at_shutdown():
+    from attnsignal.reproduce.scheduler import SharedPool
+
+    pool = SharedPool(workers=1)
+    out = list(pool.run([]))
+    assert out == []
+    open(pool._warm_lock, "a").close()
+    pool.shutdown()
+    assert not os.path.exists(pool._warm_lock)

@@ -21,12 +21,14 @@ with the sweeps' tasks by its cost.
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import itertools
 import json
 import multiprocessing as mp
 import os
 import queue
+import tempfile
 import threading
 import time
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -120,18 +122,43 @@ def warm_kernels(engines: tuple[str, ...] = ("chain",)) -> float:
     return time.perf_counter() - t0
 
 
-def _init_worker(coordinator: int, profile_dir: str | None) -> None:
+def _init_worker(coordinator: int, profile_dir: str | None, lock_path: str | None = None
+                 ) -> None:
     """Pool worker start-up: one compute thread, exit with the coordinator, load the
-    kernels before the first task (recorded under ``profile_dir`` when given)."""
+    kernels before the first task (recorded under ``profile_dir`` when given). The workers
+    take turns (an exclusive ``flock`` on ``lock_path``): on a cold cache the first compiles
+    and writes the cache, the others then load it instead of compiling the same kernels at
+    the same time — which cost a core for the whole compilation on two cores."""
     from ..sweep.executors import _init_worker as sweep_init
 
     sweep_init(coordinator)
     t_cpu = time.process_time()
-    seconds = warm_kernels()
+    with _taking_turns(lock_path):
+        seconds = warm_kernels()
     if profile_dir:
         rec = {"pid": os.getpid(), "warm_seconds": seconds,
                "warm_cpu_seconds": time.process_time() - t_cpu}
         Path(profile_dir, f"worker-{os.getpid()}.json").write_text(json.dumps(rec))
+
+
+@contextlib.contextmanager
+def _taking_turns(lock_path: str | None) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``lock_path`` (no lock where there is no path or no
+    ``fcntl``, or the file cannot be opened: the workers then compile side by side)."""
+    try:
+        import fcntl
+
+        fh = open(lock_path, "a") if lock_path else None  # noqa: SIM115 (closed below)
+    except (ImportError, OSError):
+        fh = None
+    if fh is None:
+        yield
+        return
+    try:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        yield
+    finally:
+        fh.close()  # releases the lock (as the process's death would)
 
 
 class SharedPool:
@@ -165,11 +192,14 @@ class SharedPool:
         self._shutdown_lock = threading.Lock()
         self._pool_shut = False
         self._pool: ProcessPoolExecutor | None = None  # started by the first task
+        # the workers load (or compile) the kernels in turn (_init_worker); removed at shutdown
+        self._warm_lock = os.path.join(tempfile.gettempdir(),
+                                       f"attnsignal-kernels-{os.getpid()}-{id(self):x}.lock")
 
     def _new_pool(self) -> ProcessPoolExecutor:
         return ProcessPoolExecutor(max_workers=self.workers, mp_context=self._ctx,
                                    initializer=_init_worker,
-                                   initargs=(os.getpid(), self.profile_dir))
+                                   initargs=(os.getpid(), self.profile_dir, self._warm_lock))
 
     # -- the Executor protocol -------------------------------------------------------------
 
@@ -236,6 +266,8 @@ class SharedPool:
             if self._pool is not None and not self._pool_shut:
                 self._pool.shutdown(wait=True, cancel_futures=True)
                 self._pool_shut = True
+            with contextlib.suppress(OSError):
+                os.remove(self._warm_lock)
 
     # -- dispatching -----------------------------------------------------------------------
 
