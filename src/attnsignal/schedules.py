@@ -281,6 +281,12 @@ class StepSize(Schedule):
     def eta(self, k: Any) -> np.ndarray:
         return self.eta0 * (1.0 + _as_k(k) / self.k0) ** (-self.power)
 
+    def shifted(self, n: int) -> "StepSize":
+        """The same sequence started ``n`` steps in: ``η'_j = η_{n+j}`` — again a power law,
+        ``η_n (1 + j/(k0 + n))^(−power)`` (e.g. the tail of a :class:`TabulatedStep` that
+        tabulates the first ``n`` steps)."""
+        return StepSize(eta0=float(self.eta(n)), k0=self.k0 + n, power=self.power)
+
     @property
     def robbins_monro(self) -> bool:
         return 0.5 < self.power <= 1.0

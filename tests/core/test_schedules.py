@@ -271,3 +271,11 @@ def test_run_config_file_takes_a_piecewise_schedule(tmp_path, capsys):
     assert main(["run", "--config", str(cfg), "--eta0", "0.1", "--out", str(tmp_path / "x"),
                  "--quiet"]) == 2
     assert "step.eta0: not a field of the 'piecewise' schedule" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("power", [0.0, 0.6, 1.0])
+def test_a_shifted_power_law_continues_the_same_sequence(power):
+    s = StepSize(eta0=0.03, k0=250.0, power=power)
+    j = np.arange(5000)
+    for n in (0, 1, 777):
+        np.testing.assert_allclose(s.shifted(n).eta(j), s.eta(n + j), rtol=1e-12)

@@ -307,8 +307,7 @@ def advise_schedule(model: ModelConfig, target: float, *, batch: int = 1,
 def _as_tabulated(step: StepSize, n: int) -> TabulatedStep:
     """The power-law ``step`` as a :class:`TabulatedStep` (same ``η_k`` for every ``k``): the
     first ``n`` steps tabulated, then the power law shifted to start at ``n``."""
-    tail = StepSize(eta0=float(step.eta(n)), k0=step.k0 + n, power=step.power)
-    return tabulated_step(step.eta(np.arange(n)), tail)
+    return tabulated_step(step.eta(np.arange(n)), step.shifted(n))
 
 
 def _knot_correction(base: TabulatedStep, k_span: float, n: int, knots: np.ndarray,
@@ -327,8 +326,8 @@ def _knot_correction(base: TabulatedStep, k_span: float, n: int, knots: np.ndarr
     if not isinstance(tail, StepSize) or n < nb:
         raise ValueError("the base schedule must have a power-law tail and n >= its table")
     c = math.exp(float(knots[-1]))
-    shifted = StepSize(eta0=c * float(tail.eta(n - nb)), k0=tail.k0 + (n - nb), power=tail.power)
-    return tabulated_step(e, shifted)
+    shifted = tail.shifted(n - nb)
+    return tabulated_step(e, shifted.replace(eta0=c * shifted.eta0))
 
 
 _SEARCH_KNOTS = 6
