@@ -34,12 +34,24 @@ def _plt():
 def save_figure(fig, stem: str | Path, dpi: int = 150) -> list[Path]:
     """Save ``fig`` as ``stem.png`` and ``stem.pdf`` atomically; close it; return the paths.
 
-    ``stem`` is a path without extension (``figures/e1`` → ``figures/e1.png``, ``.pdf``)."""
+    ``stem`` is a path without extension (``figures/e1`` → ``figures/e1.png``, ``.pdf``). Both
+    files are cropped to the figure's tight bounding box (padded by ``savefig.pad_inches``),
+    found once for both: ``bbox_inches="tight"`` would lay the figure out again for each
+    format."""
+    import matplotlib
+
     stem = Path(stem)
+    shown_dpi = fig.dpi
+    fig.set_dpi(dpi)  # text extents are measured at the dpi the PNG is drawn at
+    try:
+        fig.draw_without_rendering()
+        bbox = fig.get_tightbbox().padded(matplotlib.rcParams["savefig.pad_inches"])
+    finally:
+        fig.set_dpi(shown_dpi)
     paths = []
     for ext in ("png", "pdf"):
         p = stem.parent / f"{stem.name}.{ext}"  # not with_suffix: keep dots in the name
-        atomic_write(p, lambda tmp, e=ext: fig.savefig(tmp, format=e, dpi=dpi, bbox_inches="tight"))
+        atomic_write(p, lambda tmp, e=ext: fig.savefig(tmp, format=e, dpi=dpi, bbox_inches=bbox))
         paths.append(p)
     _plt().close(fig)
     return paths

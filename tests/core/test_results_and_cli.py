@@ -147,3 +147,36 @@ def test_save_figure_keeps_dots_in_the_name_and_writes_png_and_pdf(tmp_path):
     assert paths[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert paths[1].read_bytes()[:5] == b"%PDF-"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["theta_0.5.pdf", "theta_0.5.png"]
+
+
+def test_save_figure_crops_both_files_as_tight_savefig_does(tmp_path):
+    # the bounding box is found once for both formats; each file must match what
+    # savefig(bbox_inches="tight") writes for its own format (to a pixel / a point)
+    import re
+
+    from matplotlib.image import imread
+
+    from attnsignal.plots import _plt, save_figure
+
+    def figure():
+        fig, axes = _plt().subplots(1, 2, figsize=(7, 3))
+        axes[0].plot([0, 1], [0, 1e4])
+        axes[0].set_ylabel("a long label to widen the left margin")
+        axes[1].set_title("title")
+        fig.suptitle("suptitle")
+        return fig
+
+    def pdf_box(path):
+        box = re.search(rb"/MediaBox \[\s*([\d.]+) ([\d.]+) ([\d.]+) ([\d.]+)", path.read_bytes())
+        return [float(v) for v in box.groups()]
+
+    png, pdf = save_figure(figure(), tmp_path / "one")
+    ref = figure()
+    ref.savefig(tmp_path / "ref.png", dpi=150, bbox_inches="tight")
+    ref.savefig(tmp_path / "ref.pdf", bbox_inches="tight")
+    _plt().close(ref)
+    h, w = imread(png).shape[:2]
+    h_ref, w_ref = imread(tmp_path / "ref.png").shape[:2]
+    assert abs(h - h_ref) <= 1 and abs(w - w_ref) <= 1
+    assert w > 1.2 * 150 * 7 / 2  # cropped, not the bare axes: the label widens it
+    np.testing.assert_allclose(pdf_box(pdf), pdf_box(tmp_path / "ref.pdf"), atol=1.0)

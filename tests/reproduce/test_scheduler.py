@@ -158,3 +158,41 @@ def test_the_pool_removes_its_warm_up_lock_at_shutdown():
     open(pool._warm_lock, "a").close()
     pool.shutdown()
     assert not os.path.exists(pool._warm_lock)
+
+
+_NO_NEW_KERNELS = r"""
+import gc
+from numba.core.registry import CPUDispatcher
+from attnsignal.config import ModelConfig, StepSize
+from attnsignal.reproduce.effective_overlay import effective_path
+from attnsignal.reproduce.scheduler import warm_kernels
+from attnsignal.simulate import simulate
+
+def signatures():
+    return {(f.py_func.__module__, f.py_func.__qualname__): len(f.signatures)
+            for f in gc.get_objects() if isinstance(f, CPUDispatcher)}
+
+warm_kernels()
+before = signatures()
+# what the reproduction runs as pool tasks: chain sweeps, the effective dynamics (E1, E5)
+step = StepSize(eta0=0.05, k0=100.0, power=1.0)
+m = ModelConfig(d=20, n_informative=10, n_nuisance=40, theta=0.5)
+simulate(m, step, steps=5, runs=2, seed=1, record_every=5)
+effective_path(m, step, steps=50, record_every=10, initial_alignment=None, n_samples=100, seed=2)
+effective_path(m, step, steps=50, record_every=10, initial_alignment=0.1, n_samples=100, seed=2)
+new = {k: v for k, v in signatures().items() if v != before.get(k, 0)}
+print("NEW", new)
+"""
+
+
+def test_warm_kernels_leaves_nothing_for_the_pool_tasks_to_compile():
+    """A worker's warm-up (taken in turns) loads every compiled function the reproduction's
+    pool tasks call, so no task compiles one beside another worker on a cold cache. A fresh
+    process: in this one the other tests have compiled them already."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", _NO_NEW_KERNELS], capture_output=True,
+                         text=True, timeout=600, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "NEW {}" in out.stdout, out.stdout

@@ -187,13 +187,15 @@ class ExperimentContext:
         return PendingSweep(fut, self.timing)
 
     def compute(self, fn: Callable[..., Any], /, *args: Any, cost: float = 0.0,
-                **kwargs: Any) -> "PendingCall":
-        """Start ``fn(*args, **kwargs)`` (theory, e.g. the effective dynamics) as a task of
-        the shared pool, beside the sweeps' tasks (``cost`` in
-        :func:`~attnsignal.reproduce.scheduler.task_cost` units orders it); without a local
-        pool (Dask, Slurm, serial) in a thread of this process. ``fn`` and its arguments must
-        be picklable and its value must not depend on where it runs. The returned object's
-        ``result()`` waits for the value (profiled) and re-raises its exception."""
+                simulation: bool = False, **kwargs: Any) -> "PendingCall":
+        """Start ``fn(*args, **kwargs)`` (theory, e.g. the effective dynamics, or with
+        ``simulation`` a small simulation outside a sweep) as a task of the shared pool,
+        beside the sweeps' tasks (``cost`` in :func:`~attnsignal.reproduce.scheduler.task_cost`
+        units orders it); without a local pool (Dask, Slurm, serial) in a thread of this
+        process. ``fn`` and its arguments must be picklable and its value must not depend on
+        where it runs. The returned object's ``result()`` waits for the value (profiled: as a
+        theory task, or with ``simulation`` as a simulation task) and re-raises its
+        exception."""
         sh = self.shared
         if sh.pool is not None:
             fut = sh.pool.call(_timed, fn, args, kwargs, cost=cost)
@@ -207,7 +209,7 @@ class ExperimentContext:
                     fut.set_exception(exc)
 
             threading.Thread(target=work, name=f"compute-{self.exp.name}", daemon=True).start()
-        return PendingCall(fut, self.timing, sh.lock)
+        return PendingCall(fut, self.timing, sh.lock, simulation)
 
     def sweep(self, name: str, spec: dict[str, Any]) -> SweepData:
         """Run (or resume) the sweep ``spec`` under ``data/<name>-<hash>`` and return it.
@@ -281,25 +283,30 @@ def _timed(fn: Callable[..., Any], args: tuple, kwargs: dict[str, Any]) -> tuple
 class PendingCall:
     """A computation started by :meth:`ExperimentContext.compute`."""
 
-    def __init__(self, future: Future, timing: Timing, lock: threading.Lock):
+    def __init__(self, future: Future, timing: Timing, lock: threading.Lock,
+                 simulation: bool = False):
         self._future = future
         self._timing = timing
         self._lock = lock
+        self._simulation = simulation
         self._counted = False
 
     def result(self) -> Any:
         """Wait for the value (the wait is profiled, and the call's own time counted as
-        theory-task time); re-raises the call's exception."""
+        theory-task or simulation-task time); re-raises the call's exception."""
         t = time.perf_counter()
         try:
             value, seconds = self._future.result()
         finally:
             self._timing.waiting += time.perf_counter() - t
         with self._lock:
-            if not self._counted:
+            if not self._counted and self._simulation:
+                self._timing.worker_seconds += seconds
+                self._timing.tasks += 1
+            elif not self._counted:
                 self._timing.theory_seconds += seconds
                 self._timing.theory_tasks += 1
-                self._counted = True
+            self._counted = True
         return value
 
 

@@ -169,7 +169,9 @@ class E3Filtering(Experiment[E3Plan, E3Measurements]):
         dn = np.logspace(np.log10(min(p.densities) / 2), np.log10(max(p.densities) * 2), 200)
         TH, DN = np.meshgrid(th, dn)
         P = DN * np.exp(TH) / (DN * np.exp(TH) + 1)  # β = 1, σ = 1: p(1) = (R/N)e^θ/((R/N)e^θ + 1)
-        im = ax2.pcolormesh(TH, DN, P, cmap="viridis", vmin=0, vmax=1, shading="auto")
+        # rasterized: 200 × 200 cells as vector quads made the PDF take seconds to write
+        im = ax2.pcolormesh(TH, DN, P, cmap="viridis", vmin=0, vmax=1, shading="auto",
+                            rasterized=True)
         cs = ax2.contour(TH, DN, P, levels=[0.1, 0.5, 0.9], colors="white", linewidths=0.8)
         ax2.clabel(cs, fmt="%.1f", fontsize=7)
         ax2.scatter(conv["model.theta"], conv["R/N"], c=conv["mass"], cmap="viridis", vmin=0, vmax=1,

@@ -120,7 +120,7 @@ class E4Landscape(Experiment[E4Plan, E4Measurements]):
                        for m, b in verdicts[:len(models)])
         stable_interior += sum(1 for q in b2.fixed_points if q.stable and abs(q.rho) < 1)
         verdicts.append((m2, b2))
-        rho = np.linspace(-1, 1, 401)
+        rho = np.linspace(-1, 1, 201)  # the figure's curves (Φ is smooth: 0.01 apart draws it)
         curves = []
         for m, b in (verdicts[0], verdicts[len(models)], verdicts[-1]):
             ls = landscape(m, rho, "exact")

@@ -105,9 +105,11 @@ def task_cost(task: "Task | Call") -> float:
     return float(task.runs) * task.run.steps * task.run.batch * per_sample
 
 
-def warm_kernels(engines: tuple[str, ...] = ("chain",)) -> float:
+def warm_kernels(engines: tuple[str, ...] = ("chain",), effective: bool = True) -> float:
     """Load (or compile, on a cold cache) the compiled kernels of ``engines`` by running each
-    on a toy model; returns the seconds it took."""
+    on a toy model, and with ``effective`` those of the effective dynamics
+    (:func:`~attnsignal.theory.effective.effective_dynamics`, which E1 and E5 run as pool
+    tasks); returns the seconds it took."""
     import warnings
 
     from ..config import ModelConfig, StepSize
@@ -119,6 +121,10 @@ def warm_kernels(engines: tuple[str, ...] = ("chain",)) -> float:
         warnings.simplefilter("ignore")
         for engine in engines:
             simulate(m, StepSize(0.05), steps=2, runs=1, engine=engine, seed=0)
+        if effective:
+            from ..theory.effective import effective_dynamics
+
+            effective_dynamics(m, StepSize(0.05), steps=2, n_samples=100)
     return time.perf_counter() - t0
 
 
