@@ -300,13 +300,14 @@ class PendingCall:
         finally:
             self._timing.waiting += time.perf_counter() - t
         with self._lock:
-            if not self._counted and self._simulation:
-                self._timing.worker_seconds += seconds
-                self._timing.tasks += 1
-            elif not self._counted:
-                self._timing.theory_seconds += seconds
-                self._timing.theory_tasks += 1
-            self._counted = True
+            if not self._counted:
+                if self._simulation:
+                    self._timing.worker_seconds += seconds
+                    self._timing.tasks += 1
+                else:
+                    self._timing.theory_seconds += seconds
+                    self._timing.theory_tasks += 1
+                self._counted = True
         return value
 
 

@@ -34,7 +34,7 @@ from ..simulate import simulate
 from ..validation import Integer, Real
 from .context import ExperimentContext, sweep_spec
 from .effective_overlay import EffectivePath, effective_cost, effective_path, path_gap
-from .scheduler import CHAIN_UPDATE_OVERHEAD
+from .scheduler import chain_cost
 from .experiment import MODEL, STEP, Experiment, Measurements, PlanSection, data_field
 
 __all__ = ["E1Plan", "E1Measurements", "E1Headline", "E1"]
@@ -194,8 +194,7 @@ class E1Headline(Experiment[E1Plan, E1Measurements]):
         chk_pending = ctx.compute(simulate, m100, p.step, steps=p.literal_steps,
                                   runs=p.chain_check_runs, engine="chain", seed=ctx.seed + 2,
                                   record_every=p.literal_steps, simulation=True,
-                                  cost=float(p.chain_check_runs * p.literal_steps
-                                             * (m100.n_tokens + CHAIN_UPDATE_OVERHEAD)))
+                                  cost=chain_cost(m100, p.chain_check_runs, p.literal_steps))
         # theory and the in-process checks while the pool runs the sweep
         pred = {d: samples_to_reach(m100.replace(d=d), p.step, TARGET,
                                     n_samples=p.theory_samples, plateau=False)

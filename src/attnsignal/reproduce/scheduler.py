@@ -37,9 +37,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
+from ..config import ModelConfig
 from ..sweep.tasks import Task, TaskOutcome, run_task
 
-__all__ = ["Call", "SharedPool", "task_cost", "warm_kernels"]
+__all__ = ["Call", "SharedPool", "chain_cost", "task_cost", "warm_kernels"]
 
 
 #: sweeps costing at most this much (:func:`task_cost` units; about 1 % of the quick
@@ -101,8 +102,15 @@ def task_cost(task: "Task | Call") -> float:
 
     m = task.model
     chain_like = not get_engine(task.run.engine).capabilities.has_query  # chain, chain32
-    per_sample = m.n_tokens + CHAIN_UPDATE_OVERHEAD if chain_like else m.n_tokens * m.d
-    return float(task.runs) * task.run.steps * task.run.batch * per_sample
+    if chain_like:
+        return chain_cost(m, task.runs, task.run.steps, task.run.batch)
+    return float(task.runs) * task.run.steps * task.run.batch * m.n_tokens * m.d
+
+
+def chain_cost(model: ModelConfig, runs: int, steps: int, batch: int = 1) -> float:
+    """:func:`task_cost` of ``runs`` chain runs of ``steps`` updates of ``batch`` samples:
+    ``L + CHAIN_UPDATE_OVERHEAD`` per sample (for a :class:`Call` that simulates)."""
+    return float(runs) * steps * batch * (model.n_tokens + CHAIN_UPDATE_OVERHEAD)
 
 
 def warm_kernels(engines: tuple[str, ...] = ("chain",), effective: bool = True) -> float:
