@@ -49,15 +49,18 @@ class E1Plan(PlanSection):
     ≈ 0.0005 and the effective-dynamics check early in the escape to one SE of ≈ 0.01, and
     they keep the full reproduction within its time budget — issue 16).
 
-    Quick: 8 runs of 20 000 samples with a larger step (4 at d = 1000); the claims' tolerances
-    are loosened to what that budget reaches (min ≥ 0.95, mean ≥ 0.98: the quick runs end at
-    0.988 ± 0.002, so the mean claim has a margin of 4 standard deviations of the run-to-run
-    spread). The effective-dynamics check is 0.025 + 3 SE in quick mode: at its step η0 = 0.05
-    (full: 0.03) the effective dynamics is off by up to ~0.02 at d = 1000 (measured, seed 2606:
-    largest gap 0.0235, 0.0126 above 3 SE with 8 runs; 0.0479, 0.0177 above 3 SE with the 4 of
-    this plan; the prediction leads the runs by 0.02 around k = 4 000 and trails them by 0.013
-    around k = 16 000), an error of the diffusion approximation at large η
-    (docs/effective-dynamics.md)."""
+    Quick: 6 runs of 16 000 samples with a larger step (4 at d = 1000); the claims' tolerances
+    are loosened to what that budget reaches (min ≥ 0.95, mean ≥ 0.98). Measured over six
+    seeds (2606, 1, 7, 42, 2027, 31337; ``benchmarks/quick_power.py``) the mean final |ρ| of the
+    6 runs was 0.9831–0.9859 (0.9846 ± 0.0011 from seed to seed, so the mean claim has a margin
+    of 4 of those standard deviations) and the smallest run 0.9788. The effective-dynamics check
+    is 0.05 + 3 SE in quick mode: at its step η0 = 0.05 (full: 0.03) the effective dynamics is
+    off by up to ~0.03 at d = 1000 — an error of the diffusion approximation at large η
+    (docs/effective-dynamics.md) — and 4 runs estimate their standard error poorly; over twelve
+    seeds (16 000 and 20 000 samples) max(|gap| − 3 SE) was 0.0145 ± 0.010, at most 0.032, so
+    0.025 (the tolerance before) failed about one seed in five. 0.05 still fails the limiting
+    ODE (off by 0.6 there) and a prediction shifted by 0.08; the full run holds the effective
+    dynamics to 0.01 + 3 SE."""
 
     model: ModelConfig = ModelConfig(d=100, n_informative=500, n_nuisance=10_000, theta=0.25)
     big_d: int = 1000
@@ -105,11 +108,11 @@ class E1Plan(PlanSection):
 
     @classmethod
     def quick(cls) -> "E1Plan":
-        return cls(runs=8, big_runs=4, steps=20_000,
+        return cls(runs=6, big_runs=4, steps=16_000,
                    step=StepSize(eta0=0.05, k0=1000.0, power=1.0),
                    records=80, theory_samples=1000, literal_runs=2, literal_steps=100,
                    min_final_abs=0.95, mean_final_abs=0.98, effective_samples=1000,
-                   effective_tol=0.025)
+                   effective_tol=0.05)
 
     @property
     def record_every(self) -> int:
