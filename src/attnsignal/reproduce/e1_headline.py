@@ -56,11 +56,11 @@ class E1Plan(PlanSection):
     of 4 of those standard deviations) and the smallest run 0.9788. The effective-dynamics check
     is 0.05 + 3 SE in quick mode: at its step η0 = 0.05 (full: 0.03) the effective dynamics is
     off by up to ~0.03 at d = 1000 — an error of the diffusion approximation at large η
-    (docs/effective-dynamics.md) — and 4 runs estimate their standard error poorly; over twelve
-    seeds (16 000 and 20 000 samples) max(|gap| − 3 SE) was 0.0145 ± 0.010, at most 0.032, so
-    0.025 (the tolerance before) failed about one seed in five. 0.05 still fails the limiting
-    ODE (off by 0.6 there) and a prediction shifted by 0.08; the full run holds the effective
-    dynamics to 0.01 + 3 SE."""
+    (docs/effective-dynamics.md) — and 4 runs estimate their standard error poorly; over
+    twelve sets of 4 runs (six seeds each at 16 000 and 20 000 samples) max(|gap| − 3 SE) was
+    0.014 ± 0.010, at most 0.032, so 0.025 (the tolerance before) failed two of them. 0.05
+    still fails the limiting ODE (off by 0.6 there) and a prediction shifted by 0.08; the full
+    run holds the effective dynamics to 0.01 + 3 SE."""
 
     model: ModelConfig = ModelConfig(d=100, n_informative=500, n_nuisance=10_000, theta=0.25)
     big_d: int = 1000

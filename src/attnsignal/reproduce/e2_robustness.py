@@ -41,12 +41,12 @@ class E2Plan(PlanSection):
     of a cell is the same run as with the 30 used before: its seed is (cell, ``r``)); the
     claim is on each cell's mean final |ρ|, which 12 runs resolve to ≈ sd/3.5.
 
-    Quick: 3 runs of 6 000 samples per cell. Measured over three seeds (2606, 7, 42;
-    ``benchmarks/quick_power.py``) the slowest cell (θ = 0.25, N/R = 1) ended at 0.929–0.942
-    and the weak-signal one (θ = 0.25, N/R = 20) at 0.957–0.962, so the grid tolerance is 0.9
-    and the weak-signal one 0.93: margins of 0.03 that are ≥ 4 standard deviations of those
-    cells' means from seed to seed (≈ 0.007 and ≈ 0.003), while a cell that did not align
-    (|ρ| of a few tenths) fails by far."""
+    Quick: 3 runs of 6 000 samples per cell. Measured over six sets of runs (seeds 2606, 7, 42
+    in ``benchmarks/quick_power.py`` and in ``attnsignal reproduce --quick --seed``) the slowest
+    cell (θ = 0.25, N/R = 1) ended at 0.929–0.942 and the weak-signal one (θ = 0.25, N/R = 20)
+    at 0.953–0.966, both ≈ 0.005 sd from set to set, so the grid tolerance is 0.9 and the
+    weak-signal one 0.93: margins of ≥ 5 of those standard deviations, while a cell that did
+    not align (|ρ| of a few tenths) fails by far."""
 
     thetas: tuple[float, ...] = (0.25, 0.5, 1.0)
     ratios: tuple[int, ...] = (1, 5, 10, 20)
