@@ -51,20 +51,21 @@ def e1(seed: int) -> str:
 
 def e2(seed: int) -> str:
     p = Plan.quick().section(E2)
-    cells, means = [], []
+    means: dict[tuple[float, int], float] = {}
+    cells = []
     for i, model in enumerate(p.models()):
         r = simulate(model, p.step, steps=p.steps, runs=p.runs, seed=seed * 100 + i,
-                     engine="chain", record_every=max(1, p.steps // 100))
+                     engine="chain", record_every=p.steps)  # the claims need the final |ρ| only
         fin = np.abs(r.alignment[:, -1])
-        means.append(fin.mean())
-        cells.append(f"{model.theta:g}/{model.n_nuisance // p.R}: {fin.mean():.4f}±"
-                     f"{fin.std(ddof=1):.4f}")
-    weak = means[[m.theta == min(p.thetas) and m.n_nuisance == max(p.ratios) * p.R
-                  for m in p.models()].index(True)]
-    ok = weak >= p.weak_mean_final_abs and min(means) >= p.grid_mean_final_abs
+        ratio = model.n_nuisance // p.R
+        means[model.theta, ratio] = fin.mean()
+        cells.append(f"{model.theta:g}/{ratio}: {fin.mean():.4f}±{fin.std(ddof=1):.4f}")
+    weak = means[min(p.thetas), max(p.ratios)]
+    smallest = min(means.values())
+    ok = weak >= p.weak_mean_final_abs and smallest >= p.grid_mean_final_abs
     return (f"E2 seed {seed} (θ/(N/R): mean±sd of {p.runs} runs): " + "  ".join(cells)
             + f" | weak {weak:.4f} (tolerance {p.weak_mean_final_abs:g}), smallest "
-            f"{min(means):.4f} (tolerance {p.grid_mean_final_abs:g}) | "
+            f"{smallest:.4f} (tolerance {p.grid_mean_final_abs:g}) | "
             + ("pass" if ok else "FAIL"))
 
 
