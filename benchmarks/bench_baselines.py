@@ -6,7 +6,7 @@
 For each method: seconds per sample of the exact sampler (``attnsignal.baseline``, log-spaced
 records) and of the literal one (tokens materialised, ``O(L d)`` per sample), and their ratio.
 Also PCA's cost with one BLAS thread against the default (the PCA sampler pins one thread; see
-``attnsignal/baselines/_blas.py``).
+``attnsignal/_blas.py``).
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
                                              asg.baselines.oja.default_step(model)),
                     repeats) / (lit_samples * args.runs)
         print(f"{method:8s} {ex:15.3e} {lit:17.3e} {lit / ex:9.0f}×")
-    from attnsignal.baselines import _blas
+    from attnsignal import _blas
 
     M = np.random.default_rng(0).standard_normal((args.runs, args.d, args.d))
     M = M @ M.transpose(0, 2, 1)

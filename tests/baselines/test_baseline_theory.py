@@ -7,7 +7,8 @@ import pytest
 
 from attnsignal import ConfigError, ModelConfig, StepSize
 from attnsignal.baselines import baseline
-from attnsignal.baselines.theory import baseline_theory, mean_alignment_exact, uniform_mean_abs
+from attnsignal.baselines.theory import (_oja_meanfield, baseline_theory, mean_alignment_exact,
+                                         oja_kappa_coefficients, uniform_mean_abs)
 
 HEADLINE = ModelConfig(d=100, n_informative=500, n_nuisance=10_000, theta=0.25)
 ELL = (500 * 0.25) ** 2 / 10_500  # c²L
@@ -80,6 +81,49 @@ def test_random_sign_mean_stays_at_a_random_direction_while_pca_and_oja_recover_
     for method in ("pca", "oja"):
         a = np.abs(baseline(model, method, samples=ks[-1], runs=20, record=ks).alignment)
         assert a[:, -1].mean() > 0.95
+
+
+def _kappa_unexpanded(x, c, lam2, d):
+    """The module docstring's κ plus E(Δρ)²/η², term by term as written there."""
+    s2, r2 = x, 1.0 - x
+    lam1, A4 = c * c + lam2, c ** 4 + 6 * c * c * lam2 + 3 * lam2 * lam2
+    kap = (r2 * lam1 * lam2 * (d - 1) + s2 * lam2 * lam2 * (d + 1)
+           - s2 * (r2 * A4 + s2 * lam1 * lam2 + r2 * lam1 * lam2 + 3 * s2 * lam2 * lam2
+                   + (r2 * lam1 + s2 * lam2) * (d - 2) * lam2)
+           + 4 * s2 * (r2 * r2 * A4 + 6 * r2 * s2 * lam1 * lam2 + 3 * s2 * s2 * lam2 * lam2)
+           - 12 * s2 * r2 * lam1 * lam2 - 12 * s2 * s2 * lam2 * lam2)
+    return kap + s2 * (s2 * r2 * (A4 - 2 * lam1 * lam2 + 3 * lam2 * lam2)
+                       + (s2 - r2) ** 2 * lam1 * lam2)
+
+
+def test_oja_kappa_polynomial_matches_its_unexpanded_form():
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        c, lam2 = rng.uniform(0.01, 2.0), 1.0 / rng.integers(2, 20_000)
+        d, x = int(rng.integers(2, 10 ** 6)), rng.uniform(0.0, 1.0)
+        p0, p1, p2, p3 = oja_kappa_coefficients(c, lam2, d)
+        want = _kappa_unexpanded(x, c, lam2, d)
+        scale = (c * c + lam2) * lam2 * d + c ** 4  # the size of the terms that cancel
+        assert p0 + x * (p1 + x * (p2 + x * p3)) == pytest.approx(want, abs=1e-12 * scale)
+
+
+def test_oja_recursion_runs_every_start_as_the_scalar_recursion_would():
+    rng = np.random.default_rng(6)
+    c, lam2, d = 0.4, 1.0 / 300, 50
+    etas = 2.0 / (np.arange(500) + 20.0)
+    x0 = rng.uniform(0.0, 1.0, 7)
+    at = np.array([0, 1, 17, 250, 500])
+    got = _oja_meanfield(etas, x0, c * c, *oja_kappa_coefficients(c, lam2, d), at)
+    for i, x in enumerate(x0):
+        want = []
+        for k in range(etas.size + 1):
+            if k in at:
+                want.append(x)
+            if k < etas.size:
+                eta = etas[k]
+                x = x - 2 * eta * c * c * x * (1 - x) + eta * eta * _kappa_unexpanded(x, c, lam2, d)
+                x = min(1.0, max(0.0, x))
+        np.testing.assert_allclose(got[i], want, rtol=1e-12, atol=1e-15)
 
 
 def test_bad_theory_input_names_the_field():

@@ -34,7 +34,7 @@ from typing import Sequence
 import numpy as np
 
 from ..config import ModelConfig
-from ._blas import single_blas_thread
+from .._blas import single_blas_thread
 from .base import BaselineConfig, BaselineState, generators, new_streams, signal_scale
 from .mean import pooling_weights
 

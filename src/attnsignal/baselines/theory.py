@@ -130,35 +130,42 @@ def pca_bbp(d: int, ell: float, k: np.ndarray) -> np.ndarray:
     return np.sqrt(np.clip(r2, 0.0, 1.0))
 
 
+def oja_kappa_coefficients(c: float, lam2: float, d: int) -> tuple[float, float, float, float]:
+    """``(p0, p1, p2, p3)`` with ``κ(x) = p0 + p1 x + p2 x² + p3 x³`` (``x = s² = 1 − ρ²``): the
+    module's ``κ`` plus ``E(Δρ)²/η²``, expanded in ``x`` with ``g = c²``, ``λ1 = g + λ2``,
+    ``A4 = g² + 6gλ2 + 3λ2²`` substituted (the ``x³`` coefficient ``3(A4 − 6λ1λ2 + 3λ2²)`` is
+    ``3g²`` exactly, so no cancellation is left to round)."""
+    g = c * c
+    return ((g + lam2) * lam2 * (d - 1),
+            3.0 * g * g + 9.0 * g * lam2 + lam2 * lam2 - d * lam2 * (2.0 * g + lam2),
+            -6.0 * g * g - 8.0 * g * lam2 + d * g * lam2,
+            3.0 * g * g)
+
+
 @njit(cache=True)
-def _oja_meanfield(etas: np.ndarray, x0: float, c: float, lam2: float, d: int,
-                   out_at: np.ndarray) -> np.ndarray:
-    lam1 = c * c + lam2
-    gap = c * c
-    A4 = c ** 4 + 6.0 * c * c * lam2 + 3.0 * lam2 * lam2
-    out = np.empty(out_at.size)
-    x = x0
+def _oja_meanfield(etas: np.ndarray, x0: np.ndarray, g: float, p0: float, p1: float, p2: float,
+                   p3: float, out_at: np.ndarray) -> np.ndarray:
+    """``x_k`` of the recursion ``x ← clip(x − 2ηg x(1 − x) + η² κ(x), 0, 1)`` from every start
+    in ``x0`` at once (their updates are independent: the inner loop over starts vectorises),
+    recorded at the sorted step counts ``out_at``: an ``(x0.size, out_at.size)`` array."""
+    n = x0.size
+    out = np.empty((n, out_at.size))
+    x = x0.copy()
     j = 0
     for k in range(etas.size + 1):
         while j < out_at.size and out_at[j] == k:
-            out[j] = x
+            out[:, j] = x
             j += 1
         if k == etas.size:
             break
         eta = etas[k]
-        s2 = x
-        r2 = 1.0 - x
-        kap = (r2 * lam1 * lam2 * (d - 1) + s2 * lam2 * lam2 * (d + 1)
-               - s2 * (r2 * A4 + s2 * lam1 * lam2 + r2 * lam1 * lam2 + 3 * s2 * lam2 * lam2
-                       + (r2 * lam1 + s2 * lam2) * (d - 2) * lam2)
-               + 4 * s2 * (r2 * r2 * A4 + 6 * r2 * s2 * lam1 * lam2 + 3 * s2 * s2 * lam2 * lam2)
-               - 12 * s2 * r2 * lam1 * lam2 - 12 * s2 * s2 * lam2 * lam2)
-        # less the fluctuation of ρ itself, E(Δρ)² (−E(Δρ)² is part of E Δx): the effective
-        # start carries it (it matters only in the escape from ρ ≈ 0)
-        kap += s2 * (s2 * r2 * (A4 - 2 * lam1 * lam2 + 3 * lam2 * lam2)
-                     + (s2 - r2) ** 2 * lam1 * lam2)
-        x = x - 2.0 * eta * gap * x * (1.0 - x) + eta * eta * kap
-        x = min(1.0, max(0.0, x))
+        a = 2.0 * eta * g
+        b = eta * eta
+        for i in range(n):
+            xi = x[i]
+            kap = p0 + xi * (p1 + xi * (p2 + xi * p3))
+            xi = xi - a * xi * (1.0 - xi) + b * kap
+            x[i] = min(1.0, max(0.0, xi))
     return out
 
 
@@ -207,11 +214,10 @@ def _oja_prediction(etas: np.ndarray, c: float, lam2: float, d: int, order: np.n
     late = order >= kstar
     if late.any():
         tail = etas[kstar:]
-        acc = np.zeros(int(late.sum()))
-        for x0 in 1.0 - _oja_effective_start(tail, r0, c, lam2):
-            acc += np.sqrt(1.0 - _oja_meanfield(tail, float(x0), c, lam2, d,
-                                                order[late] - kstar))
-        out[late] = acc / r0.size
+        x0 = 1.0 - _oja_effective_start(tail, r0, c, lam2)
+        x = _oja_meanfield(tail, x0, c * c, *oja_kappa_coefficients(c, lam2, d),
+                           order[late] - kstar)
+        out[late] = np.sqrt(1.0 - x).mean(axis=0)
     return out
 
 

@@ -34,6 +34,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable
 
+from .._blas import single_blas_thread
 from .._version import __version__
 from ..claims import CLAIMS_HEADER, ClaimResult, check_claims, claims_failed, claims_table_rows
 from ..report import Report, Section
@@ -131,25 +132,28 @@ def reproduce(
     shared.on_tasks, shared.on_task = bar.add_total, bar.advance
     sections: dict[str, Section] = {}
     threads = []
-    try:
-        for exp in EXPERIMENTS:
-            shared.results[exp.name] = Future()
-        for exp in EXPERIMENTS:
-            th = threading.Thread(target=_run_one, name=f"experiment-{exp.name}",
-                                  args=(exp, plan, shared, sections, log), daemon=True)
-            th.start()
-            threads.append(th)
-        for th in threads:
-            th.join()
-        if shared.failures:
-            (name, exc), rest = shared.failures[0], shared.failures[1:]
-            raise ExperimentError(name, exc, [n for n, _ in rest]) from exc
-        measurements = {e.name: shared.results[e.name].result() for e in EXPERIMENTS}
-        worker_cpu = pool.worker_cpu_seconds() if pool is not None else None
-    finally:
-        bar.close()
-        if pool is not None:
-            pool.shutdown()
+    # one BLAS thread in this process for the run: the cores are the pool's, and OpenBLAS's
+    # threads spin on this process's small products (attnsignal._blas)
+    with single_blas_thread():
+        try:
+            for exp in EXPERIMENTS:
+                shared.results[exp.name] = Future()
+            for exp in EXPERIMENTS:
+                th = threading.Thread(target=_run_one, name=f"experiment-{exp.name}",
+                                      args=(exp, plan, shared, sections, log), daemon=True)
+                th.start()
+                threads.append(th)
+            for th in threads:
+                th.join()
+            if shared.failures:
+                (name, exc), rest = shared.failures[0], shared.failures[1:]
+                raise ExperimentError(name, exc, [n for n, _ in rest]) from exc
+            measurements = {e.name: shared.results[e.name].result() for e in EXPERIMENTS}
+            worker_cpu = pool.worker_cpu_seconds() if pool is not None else None
+        finally:
+            bar.close()
+            if pool is not None:
+                pool.shutdown()
     t_io = time.perf_counter()
     claims = check_claims(plan, measurements)
     total = time.perf_counter() - t_start

@@ -146,6 +146,10 @@ def mark_worker_process() -> None:
 
 
 def _single_thread() -> None:
+    """One numba thread and one BLAS thread in this worker (:mod:`attnsignal._blas`)."""
+    from .._blas import set_blas_threads
+
+    set_blas_threads(1)
     if "numba" in sys.modules:
         import numba
 
