@@ -53,7 +53,7 @@ def _final_abs_rho(model, step, runs, steps, seed, precision, variant=K.EXACT, r
                           np.full(runs, -1, dtype=np.int64), np.zeros(runs, dtype=np.uint8))
     C.use_forksafe_threading()
     t0 = time.perf_counter()
-    K.chain_advance(p.params, rho, p.keys, p.etas, p.active, C.ZT, out)
+    K.chain_advance(p.params, rho, p.keys, p.etas, p.active, C.ZT, out, p.precision)
     sec = time.perf_counter() - t0
     assert out.done.all()
     return np.abs(rho), sec

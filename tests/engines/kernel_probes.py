@@ -126,7 +126,7 @@ class BrokenChain(ChainEngine):
     def advance(self, model, run, state, etas):
         p = common.prepare(model, run, state, etas, self.variant)
         rho = state.rho.copy()
-        return common.finish(state, rho, None, common.launch(K.chain_advance, rho, p), p)
+        return common.finish(state, rho, None, common.launch(K.chain_advance, rho, p, p.precision), p)
 
 
 class BrokenProjected(ProjectedEngine):

@@ -12,7 +12,10 @@ the cache.
 Interface: the drivers :func:`chain_advance` and :func:`projected_advance` take one
 :class:`KernelParams` (the scalars of a call), the state array, the runs' keys, the step sizes,
 the active-run mask, the ziggurat tables and one :class:`KernelOutputs` (per-run statistics,
-the divergence step and a completion flag); :mod:`._kernel_common` builds them. Nothing here
+the divergence step and a completion flag); the chain's also an empty array whose dtype picks
+the precision of its per-sample arithmetic (:func:`reduced_sample_as`: float64 for ``chain``,
+float32 for ``chain32`` — one compiled driver each, so ``chain``'s holds no float32 code and
+compiles in ~20 % less time); :mod:`._kernel_common` builds them. Nothing here
 runs on import (the threading layer is chosen by :func:`._kernel_common.launch`).
 
 Reduced coordinates (σ = 1; the engines standardise ``(θ, σ, β, η) → (θ/σ, 1, βσ, σ²η)``)
@@ -91,7 +94,7 @@ from typing import NamedTuple
 import numpy as np
 from llvmlite import ir
 from numba import njit, prange, types
-from numba.extending import intrinsic
+from numba.extending import intrinsic, overload
 
 _FASTMATH = {"nsz", "arcp", "contract"}
 _jit = njit(cache=True, error_model="numpy", fastmath=_FASTMATH, nogil=True)
@@ -131,9 +134,7 @@ class KernelParams(NamedTuple):
     theta, beta : ``θ/σ`` and ``βσ``;  n_informative, n_tokens : ``R`` and ``L``;
     dim : ``d``;  batch : ``B``;  riemannian : drop ``g_q`` (the Riemannian update);
     random_sign : a fair signal sign per sample;  first_step : the 0-based index ``k`` of the
-    first update (the stream counter);  variant : :data:`EXACT` (or a broken variant, tests);
-    single : the chain's per-sample arithmetic in float32 (:func:`reduced_sample32`, the
-    ``chain32`` engine; the projected driver ignores it).
+    first update (the stream counter);  variant : :data:`EXACT` (or a broken variant, tests).
     """
 
     theta: float
@@ -146,7 +147,6 @@ class KernelParams(NamedTuple):
     random_sign: bool
     first_step: int
     variant: int
-    single: bool
 
 
 class KernelOutputs(NamedTuple):
@@ -853,12 +853,40 @@ def _safe_ratio(num_a, num_b, a, b, c):
 # ============================================================================ chain driver
 
 
+def reduced_sample_as(st, zt, rho, s, theta, beta, R, L, eps, gamma2, q_coord, e_coord, zeta,
+                      weight):  # pragma: no cover - replaced by its overload when compiled
+    """:func:`reduced_sample` for float64 scratch, :func:`reduced_sample32` for float32 —
+    chosen when the caller is compiled (:func:`_reduced_sample_as`), so a driver compiled for
+    one precision contains the code of that one only."""
+    raise NotImplementedError("reduced_sample_as is only callable from compiled code")
+
+
+@overload(reduced_sample_as, jit_options={"error_model": "numpy", "fastmath": _FASTMATH})
+def _reduced_sample_as(st, zt, rho, s, theta, beta, R, L, eps, gamma2, q_coord, e_coord, zeta,
+                       weight):
+    if q_coord.dtype == types.float32:
+        def impl32(st, zt, rho, s, theta, beta, R, L, eps, gamma2, q_coord, e_coord, zeta,
+                   weight):  # pragma: no cover
+            return reduced_sample32(st, zt, rho, s, theta, beta, R, L, eps, gamma2, q_coord,
+                                    e_coord, zeta, weight)
+        return impl32
+
+    def impl64(st, zt, rho, s, theta, beta, R, L, eps, gamma2, q_coord, e_coord, zeta,
+               weight):  # pragma: no cover
+        return reduced_sample(st, zt, rho, s, theta, beta, R, L, eps, gamma2, q_coord, e_coord,
+                              zeta, weight)
+    return impl64
+
+
 @_pjit
-def chain_advance(params, rho, keys, etas, active, zt, outputs):
+def chain_advance(params, rho, keys, etas, active, zt, outputs, precision):
     """Advance every active run ``len(etas)`` updates of the alignment chain, in place on
     ``rho`` (runs,) and on the :class:`KernelOutputs` ``outputs``; ``keys`` (runs, 2) are the
-    runs' Philox keys, ``params`` a :class:`KernelParams`. A run that becomes non-finite gets
-    ``rho = NaN`` and ``diverged_at`` set to the 1-based update count."""
+    runs' Philox keys, ``params`` a :class:`KernelParams`. ``precision``: an empty array whose
+    dtype is that of the per-sample arithmetic — float64 (the ``chain`` engine) or float32
+    (``chain32``, :func:`reduced_sample32`); each dtype compiles a driver of its own, holding
+    that precision's code only. A run that becomes non-finite gets ``rho = NaN`` and
+    ``diverged_at`` set to the 1-based update count."""
     # the arrays are taken out of the tuples here, attribute by attribute, before the parallel
     # loop: numba (0.68) drops writes made inside prange through a tuple's array member — and
     # also through arrays unpacked from a tuple a jitted helper returns (the completion flags
@@ -879,19 +907,12 @@ def chain_advance(params, rho, keys, etas, active, zt, outputs):
         dof += 1
     n_runs = rho.shape[0]
     n_steps = etas.shape[0]
-    single = params.single
-    L64 = 0 if single else L  # the scratch of the precision in use has length L, the other 0
-    L32 = L if single else 0
     for r in prange(n_runs):
         if active[r]:
-            q_coord = np.empty(L64)
-            e_coord = np.empty(L64)
-            zeta = np.empty(L64)
-            weight = np.empty(L64)
-            q32 = np.empty(L32, dtype=np.float32)
-            e32 = np.empty(L32, dtype=np.float32)
-            zeta32 = np.empty(L32, dtype=np.float32)
-            weight32 = np.empty(L32, dtype=np.float32)
+            q_coord = np.empty(L, dtype=precision.dtype)
+            e_coord = np.empty(L, dtype=precision.dtype)
+            zeta = np.empty(L, dtype=precision.dtype)
+            weight = np.empty(L, dtype=precision.dtype)
             st = np.empty(4, dtype=np.uint64)
             lengths = np.empty(B)
             bartlett_size = B if B <= BARTLETT_MAX_B else 1
@@ -913,13 +934,8 @@ def chain_advance(params, rho, keys, etas, active, zt, outputs):
                 for b in range(B):
                     eps = fair_sign(st) if params.random_sign else 1.0
                     g2 = chi2(st, zt, dof)
-                    if single:
-                        gq, ge, va, zvp, nvp2, mass, maxw = reduced_sample32(
-                            st, zt, x, s, theta, beta, R, L, eps, g2, q32, e32, zeta32, weight32)
-                    else:
-                        gq, ge, va, zvp, nvp2, mass, maxw = reduced_sample(
-                            st, zt, x, s, theta, beta, R, L, eps, g2, q_coord, e_coord, zeta,
-                            weight)
+                    gq, ge, va, zvp, nvp2, mass, maxw = reduced_sample_as(
+                        st, zt, x, s, theta, beta, R, L, eps, g2, q_coord, e_coord, zeta, weight)
                     if dof >= 1:
                         chi2_rest = chi2(st, zt, dof - 1)
                         if variant == DROP_COMPLEMENT:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import threading
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -61,6 +61,9 @@ class Prepared:
     keys: np.ndarray
     etas: np.ndarray
     active: np.ndarray
+    #: an empty array of the chain's per-sample dtype (float64; float32 for ``chain32``): the
+    #: chain driver's ``precision`` argument, which selects the compiled driver
+    precision: np.ndarray
 
 
 def prepare(
@@ -85,19 +88,19 @@ def prepare(
         random_sign=bool(model.signal_sign == "random"),
         first_step=int(state.k),
         variant=int(variant),
-        single=bool(single),
     )
     return Prepared(
         params=params,
         keys=np.ascontiguousarray(state.streams, dtype=np.uint64),
         etas=etas,
         active=np.ascontiguousarray(~state.diverged),
+        precision=np.empty(0, dtype=np.float32 if single else np.float64),
     )
 
 
-def launch(driver: Callable, values: np.ndarray, p: Prepared) -> K.KernelOutputs:
-    """Run ``driver`` (``K.chain_advance`` on ``rho``, ``K.projected_advance`` on ``q``, in
-    place) and return its outputs. Raises ``MemoryError`` (one line) when an active run did not
+def launch(driver: Callable, values: np.ndarray, p: Prepared, *extra: Any) -> K.KernelOutputs:
+    """Run ``driver`` (``K.chain_advance`` on ``rho`` with ``extra = (p.precision,)``,
+    ``K.projected_advance`` on ``q``, in place) and return its outputs. Raises ``MemoryError`` (one line) when an active run did not
     complete — the parallel loop lost an allocation — instead of returning its stale state."""
     n = values.shape[0]
     out = K.KernelOutputs(
@@ -110,7 +113,7 @@ def launch(driver: Callable, values: np.ndarray, p: Prepared) -> K.KernelOutputs
         return out
     with kernel_lock:
         use_forksafe_threading()
-        driver(p.params, values, p.keys, p.etas, p.active, ZT, out)
+        driver(p.params, values, p.keys, p.etas, p.active, ZT, out, *extra)
     lost = np.flatnonzero(p.active & (out.done == 0))
     if lost.size:
         raise MemoryError(

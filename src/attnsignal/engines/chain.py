@@ -98,5 +98,5 @@ class ChainEngine(Engine):
 
         p = _common.prepare(model, run, state, etas, single=self.single)
         rho = state.rho.copy()
-        out = _common.launch(_common.K.chain_advance, rho, p)
+        out = _common.launch(_common.K.chain_advance, rho, p, p.precision)
         return _common.finish(state, rho, None, out, p)
