@@ -114,50 +114,56 @@ def test_compute_without_a_local_pool_runs_in_this_process_and_is_profiled(tmp_p
     assert ctx.timing.theory_tasks == 1 and ctx.timing.tasks == 0
 
 
-def test_workers_take_turns_loading_the_kernels(tmp_path):
-    """The warm-up lock is exclusive: a second holder waits until the first lets go (on a
-    cold cache the second worker then loads the kernels the first compiled), and no path
-    means no lock."""
+def test_workers_warm_different_kernel_groups_at_once_then_load_the_others(tmp_path):
+    """Each group's lock is exclusive: a second worker that finds the first group taken warms
+    a free one meanwhile (on a cold cache: compiles it), then waits for the first group until
+    its holder lets go (and loads what that one compiled); no path means no lock."""
     import threading
     import time as _time
 
-    from attnsignal.reproduce.scheduler import _taking_turns
+    from attnsignal.reproduce.scheduler import _in_turns
 
     path = str(tmp_path / "warm.lock")
-    order: list[str] = []
+    events: list[str] = []
     first_in = threading.Event()
 
     def first() -> None:
-        with _taking_turns(path):
-            order.append("first in")
+        for name in _in_turns(["chain", "effective"], path):
+            events.append(f"first {name} in")
             first_in.set()
             _time.sleep(0.5)
-            order.append("first out")
+            events.append(f"first {name} out")
 
     def second() -> None:
         first_in.wait()
-        with _taking_turns(path):
-            order.append("second in")
+        for name in _in_turns(["chain", "effective"], path):
+            events.append(f"second {name} in")
+            _time.sleep(0.1)
+            events.append(f"second {name} out")
 
     ts = [threading.Thread(target=first), threading.Thread(target=second)]
     for t in ts:
         t.start()
     for t in ts:
         t.join(10)
-    assert order == ["first in", "first out", "second in"]
-    with _taking_turns(None):
-        pass
+    assert events.index("second effective in") < events.index("first chain out")
+    assert events.index("first chain out") < events.index("second chain in")
+    assert events.index("second effective out") < events.index("first effective in")
+    assert sorted(e for e in events if e.startswith("second")) == [
+        "second chain in", "second chain out", "second effective in", "second effective out"]
+    assert list(_in_turns(["chain", "effective"], None)) == ["chain", "effective"]
 
 
-def test_the_pool_removes_its_warm_up_lock_at_shutdown():
-    from attnsignal.reproduce.scheduler import SharedPool
+def test_the_pool_removes_its_warm_up_locks_at_shutdown():
+    from attnsignal.reproduce.scheduler import KERNEL_GROUPS, SharedPool
 
     pool = SharedPool(workers=1)
     out = list(pool.run([]))
     assert out == []
-    open(pool._warm_lock, "a").close()
+    for group in KERNEL_GROUPS:
+        open(f"{pool._warm_lock}.{group}", "a").close()
     pool.shutdown()
-    assert not os.path.exists(pool._warm_lock)
+    assert not any(os.path.exists(f"{pool._warm_lock}.{group}") for group in KERNEL_GROUPS)
 
 
 _NO_NEW_KERNELS = r"""

@@ -113,11 +113,21 @@ def chain_cost(model: ModelConfig, runs: int, steps: int, batch: int = 1) -> flo
     return float(runs) * steps * batch * (model.n_tokens + CHAIN_UPDATE_OVERHEAD)
 
 
-def warm_kernels(engines: tuple[str, ...] = ("chain",), effective: bool = True) -> float:
+#: The groups of compiled kernels a pool worker loads before its first task, each compiled
+#: (cold cache) or loaded (warm) by :func:`warm_kernels`; they share no compiled function.
+KERNEL_GROUPS = ("chain", "effective")
+
+
+def warm_kernels(engines: tuple[str, ...] = ("chain",), effective: bool = True,
+                 lock_path: str | None = None) -> float:
     """Load (or compile, on a cold cache) the compiled kernels of ``engines`` by running each
     on a toy model, and with ``effective`` those of the effective dynamics
     (:func:`~attnsignal.theory.effective.effective_dynamics`, which E1 and E5 run as pool
-    tasks); returns the seconds it took."""
+    tasks); returns the seconds it took.
+
+    With ``lock_path``, each group is warmed holding its own lock (:func:`_in_turns`): two
+    workers on a cold cache compile different groups at the same time, and each then loads
+    the group the other compiled instead of compiling it again."""
     import warnings
 
     from ..config import ModelConfig, StepSize
@@ -125,14 +135,16 @@ def warm_kernels(engines: tuple[str, ...] = ("chain",), effective: bool = True) 
 
     t0 = time.perf_counter()
     m = ModelConfig(d=3, n_informative=2, n_nuisance=2, theta=1.0)
+    groups = [*engines, *(["effective"] if effective else [])]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for engine in engines:
-            simulate(m, StepSize(0.05), steps=2, runs=1, engine=engine, seed=0)
-        if effective:
-            from ..theory.effective import effective_dynamics
+        for group in _in_turns(groups, lock_path):
+            if group == "effective":
+                from ..theory.effective import effective_dynamics
 
-            effective_dynamics(m, StepSize(0.05), steps=2, n_samples=100)
+                effective_dynamics(m, StepSize(0.05), steps=2, n_samples=100)
+            else:
+                simulate(m, StepSize(0.05), steps=2, runs=1, engine=group, seed=0)
     return time.perf_counter() - t0
 
 
@@ -140,39 +152,63 @@ def _init_worker(coordinator: int, profile_dir: str | None, lock_path: str | Non
                  ) -> None:
     """Pool worker start-up: one compute thread, exit with the coordinator, load the
     kernels before the first task (recorded under ``profile_dir`` when given). The workers
-    take turns (an exclusive ``flock`` on ``lock_path``): on a cold cache the first compiles
-    and writes the cache, the others then load it instead of compiling the same kernels at
-    the same time — which cost a core for the whole compilation on two cores."""
+    take turns per kernel group (an exclusive ``flock`` on ``lock_path.<group>``): on a cold
+    cache the first worker compiles the chain while the second compiles the effective
+    dynamics' kernels, and each then loads what the other wrote — instead of the second
+    waiting idle for the first to compile everything, or both compiling the same kernels at
+    the same time (which cost a core for the whole compilation on two cores)."""
     from ..sweep.executors import _init_worker as sweep_init
 
     sweep_init(coordinator)
     t_cpu = time.process_time()
-    with _taking_turns(lock_path):
-        seconds = warm_kernels()
+    seconds = warm_kernels(lock_path=lock_path)
     if profile_dir:
         rec = {"pid": os.getpid(), "warm_seconds": seconds,
                "warm_cpu_seconds": time.process_time() - t_cpu}
         Path(profile_dir, f"worker-{os.getpid()}.json").write_text(json.dumps(rec))
 
 
-@contextlib.contextmanager
-def _taking_turns(lock_path: str | None) -> Iterator[None]:
-    """Hold an exclusive ``flock`` on ``lock_path`` (no lock where there is no path or no
-    ``fcntl``, or the file cannot be opened: the workers then compile side by side)."""
+def _in_turns(names: list[str], lock_path: str | None) -> Iterator[str]:
+    """Yield each of ``names`` once, holding an exclusive ``flock`` on ``lock_path.<name>``
+    while the caller works on it: first any name whose lock is free at once (so that two
+    processes take different names), then — waiting — the rest in order (so the later
+    process finds what the first left, e.g. a compiled cache). No path: the names in order,
+    no lock."""
+    pending = list(names)
+    while pending:
+        name, fh = pending[0], None
+        if lock_path:
+            free = next(((n, h) for n in pending
+                         if (h := _try_lock(f"{lock_path}.{n}", blocking=False)) is not None),
+                        None)
+            if free is not None:
+                name, fh = free
+            else:
+                fh = _try_lock(f"{lock_path}.{name}", blocking=True)
+        pending.remove(name)
+        try:
+            yield name
+        finally:
+            if fh is not None:
+                fh.close()  # releases the lock (as the process's death would)
+
+
+def _try_lock(path: str, blocking: bool) -> Any:
+    """An open file holding an exclusive ``flock`` on ``path``, or None when it is held
+    elsewhere (``blocking`` False) or cannot be taken here (no ``fcntl``, an unopenable path:
+    the caller then goes on without it)."""
     try:
         import fcntl
 
-        fh = open(lock_path, "a") if lock_path else None  # noqa: SIM115 (closed below)
+        fh = open(path, "a")  # noqa: SIM115 (returned open; the caller closes it)
     except (ImportError, OSError):
-        fh = None
-    if fh is None:
-        yield
-        return
+        return None
     try:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        yield
-    finally:
-        fh.close()  # releases the lock (as the process's death would)
+        fcntl.flock(fh, fcntl.LOCK_EX if blocking else fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        fh.close()
+        return None
+    return fh
 
 
 class SharedPool:
@@ -206,7 +242,8 @@ class SharedPool:
         self._shutdown_lock = threading.Lock()
         self._pool_shut = False
         self._pool: ProcessPoolExecutor | None = None  # started by the first task
-        # the workers load (or compile) the kernels in turn (_init_worker); removed at shutdown
+        # the workers load (or compile) the kernel groups in turns (_init_worker): one lock file
+        # per group, `<this path>.<group>`, removed at shutdown
         self._warm_lock = os.path.join(tempfile.gettempdir(),
                                        f"attnsignal-kernels-{os.getpid()}-{id(self):x}.lock")
 
@@ -280,8 +317,9 @@ class SharedPool:
             if self._pool is not None and not self._pool_shut:
                 self._pool.shutdown(wait=True, cancel_futures=True)
                 self._pool_shut = True
-            with contextlib.suppress(OSError):
-                os.remove(self._warm_lock)
+            for group in KERNEL_GROUPS:
+                with contextlib.suppress(OSError):
+                    os.remove(f"{self._warm_lock}.{group}")
 
     # -- dispatching -----------------------------------------------------------------------
 
