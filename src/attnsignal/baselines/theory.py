@@ -150,11 +150,14 @@ def _oja_meanfield(etas: np.ndarray, x0: np.ndarray, g: float, p0: float, p1: fl
     recorded at the sorted step counts ``out_at``: an ``(x0.size, out_at.size)`` array."""
     n = x0.size
     out = np.empty((n, out_at.size))
-    x = x0.copy()
+    x = np.empty(n)
+    for i in range(n):  # explicit loops, no array expressions: they triple the compile time
+        x[i] = x0[i]
     j = 0
     for k in range(etas.size + 1):
         while j < out_at.size and out_at[j] == k:
-            out[:, j] = x
+            for i in range(n):
+                out[i, j] = x[i]
             j += 1
         if k == etas.size:
             break
