@@ -100,8 +100,9 @@ def prepare(
 
 def launch(driver: Callable, values: np.ndarray, p: Prepared, *extra: Any) -> K.KernelOutputs:
     """Run ``driver`` (``K.chain_advance`` on ``rho`` with ``extra = (p.precision,)``,
-    ``K.projected_advance`` on ``q``, in place) and return its outputs. Raises ``MemoryError`` (one line) when an active run did not
-    complete — the parallel loop lost an allocation — instead of returning its stale state."""
+    ``K.projected_advance`` on ``q``, in place) and return its outputs. Raises
+    ``MemoryError`` (one line) when an active run did not complete — the parallel loop lost
+    an allocation — instead of returning its stale state."""
     n = values.shape[0]
     out = K.KernelOutputs(
         informative_mass=np.full(n, np.nan),
