@@ -118,10 +118,10 @@ def chain_cost(model: ModelConfig, runs: int, steps: int, batch: int = 1) -> flo
 KERNEL_GROUPS = ("chain", "effective")
 
 
-def warm_kernels(engines: tuple[str, ...] = ("chain",), effective: bool = True,
-                 lock_path: str | None = None) -> float:
-    """Load (or compile, on a cold cache) the compiled kernels of ``engines`` by running each
-    on a toy model, and with ``effective`` those of the effective dynamics
+def warm_kernels(groups: tuple[str, ...] = KERNEL_GROUPS, lock_path: str | None = None
+                 ) -> float:
+    """Load (or compile, on a cold cache) the compiled kernels of ``groups`` — an engine's name
+    (run on a toy model) or ``"effective"``, the effective dynamics
     (:func:`~attnsignal.theory.effective.effective_dynamics`, which E1 and E5 run as pool
     tasks); returns the seconds it took.
 
@@ -135,10 +135,9 @@ def warm_kernels(engines: tuple[str, ...] = ("chain",), effective: bool = True,
 
     t0 = time.perf_counter()
     m = ModelConfig(d=3, n_informative=2, n_nuisance=2, theta=1.0)
-    groups = [*engines, *(["effective"] if effective else [])]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for group in _in_turns(groups, lock_path):
+        for group in _in_turns(list(groups), lock_path):
             if group == "effective":
                 from ..theory.effective import effective_dynamics
 
