@@ -14,6 +14,7 @@ from attnsignal.theory import (
     drift_variance,
     gradient_variance,
     landscape,
+    phi_interpolant,
     second_order_coefficient,
     vector_field,
 )
@@ -39,6 +40,22 @@ def test_interpolant_reproduces_direct_evaluation():
         np.testing.assert_allclose(dphi_interpolant(model)(r), direct,
                                    atol=1e-12 * np.max(np.abs(direct)))
 
+
+
+@pytest.mark.parametrize("model", [
+    ModelConfig(100, 500, 10_000, 0.25),
+    ModelConfig(20, 3, 5, 5.0, 3.0),
+    ModelConfig(20, 3, 6, 1.0, 0.7, signal_sign="random"),
+])
+def test_phi_interpolant_matches_direct_quadrature(model):
+    # Φ by the exact quadrature at each point, against Φ(−1) + ∫ of the Φ' series: a wrong
+    # constant, a wrong lower bound or a sign error moves every interior point by O(max |Φ'|)
+    r = np.linspace(-1, 1, 41)
+    direct = landscape(model, r)
+    scale = np.max(np.abs(direct.dphi))
+    np.testing.assert_allclose(phi_interpolant(model)(r), direct.phi, rtol=0, atol=1e-11 * scale)
+    np.testing.assert_allclose(phi_interpolant(model, "asymptotic")(r),
+                               landscape(model, r, "asymptotic").phi, rtol=1e-15)
 
 def _literal_parts(model, rho, n, B, seed):
     """Riemannian minibatch gradients of the literal model at a concrete q: returns the mean

@@ -93,7 +93,7 @@ class E4Landscape(Experiment[E4Plan, E4Measurements]):
     seed_offset = 40
 
     def run(self, p: E4Plan, ctx: ExperimentContext) -> E4Measurements:
-        from ..theory import landscape, landscape_verdict
+        from ..theory import dphi_interpolant, landscape, landscape_verdict, phi_interpolant
 
         m2 = p.model
         every = max(1, p.steps // 50)
@@ -123,9 +123,10 @@ class E4Landscape(Experiment[E4Plan, E4Measurements]):
         rho = np.linspace(-1, 1, 201)  # the figure's curves (Φ is smooth: 0.01 apart draws it)
         curves = []
         for m, b in (verdicts[0], verdicts[len(models)], verdicts[-1]):
-            ls = landscape(m, rho, "exact")
+            # the verdict's Chebyshev series of Φ' (and its integral): no quadrature per point
             la = landscape(m, rho, "asymptotic")
-            curves.append((m, ls.phi, la.phi, ls.dphi, b))
+            curves.append((m, phi_interpolant(m, "exact")(rho), la.phi,
+                           dphi_interpolant(m, "exact")(rho), b))
 
         res = uniform.result().result_at()
         rho0 = res.alignment[:, 0]

@@ -5,7 +5,7 @@ Modules (one concept each):
 
 ``landscape``      ``Φ(ρ)``, ``Φ'(ρ)`` by three methods (dispatching to ``exact``, ``landscape_mc``,
                    ``asymptotic``), with the ``σ`` and random-sign reductions
-``field``          the vector field ``(1 − ρ²)Φ'(ρ)`` and a fast ``Φ'`` interpolant
+``field``          the vector field ``(1 − ρ²)Φ'(ρ)`` and fast ``Φ'``, ``Φ`` interpolants
 ``ode``            :func:`solve_ode` (in ``z = artanh ρ``) with hitting times; :func:`flow`
 ``fixed_points``   fixed points, stability, basins, verdict
 ``reduced``        a vectorised reduced-coordinate gradient sampler (DESIGN §2.1)
@@ -19,7 +19,7 @@ Modules (one concept each):
 
 from .advisor import Advice, advise_schedule
 from .effective import EffectiveDynamics, effective_dynamics, one_step_moments
-from .field import dphi_interpolant, vector_field
+from .field import dphi_interpolant, phi_interpolant, vector_field
 from .finite_step import (
     MonteCarloEstimate,
     SamplesToReach,
@@ -50,6 +50,7 @@ __all__ = [
     "landscape",
     "vector_field",
     "dphi_interpolant",
+    "phi_interpolant",
     "drift_mc",
     "drift_variance",
     "MonteCarloEstimate",
