@@ -8,7 +8,6 @@ import json
 import math
 import re
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -178,6 +177,8 @@ def test_effective_dynamics_uses_the_runs_records_and_tracks_them(reduced):
     prof = res.profile["experiments"]
     assert (prof["E1"]["theory_tasks"], prof["E5"]["theory_tasks"]) == (2, 2)
     assert prof["E1"]["theory_seconds"] > 0
+    # CPU of the worker's one compute thread: positive, at most its wall time (+ clock ticks)
+    assert 0 < prof["E1"]["theory_cpu"] <= prof["E1"]["theory_seconds"] + 0.05
 
 
 def test_a_second_run_resumes_from_the_stores(reduced, tmp_path):
@@ -276,6 +277,7 @@ def test_profile_accounts_for_every_experiment(reduced):
         assert 0 <= e["start"] <= e["end"] <= prof["total_wall"] + 1e-6
         assert e["tasks"] >= 1 and e["worker_seconds"] > 0
     assert 1 <= len(prof["kernel_warmup"]) <= prof["workers"]
+    assert len(prof["kernel_warmup_cpu"]) == len(prof["kernel_warmup"])
     rows = profile_table(prof)
     assert rows[-1][0] == "total" and all(len(r) == 4 for r in rows)
 

@@ -202,3 +202,23 @@ def test_warm_kernels_leaves_nothing_for_the_pool_tasks_to_compile():
                          text=True, timeout=600, env={**os.environ, "PYTHONWARNINGS": "ignore"})
     assert out.returncode == 0, out.stderr[-2000:]
     assert "NEW {}" in out.stdout, out.stdout
+
+
+def test_a_computation_is_timed_in_wall_and_in_cpu_seconds():
+    # a pool task's profile row reports the CPU it used, not the wall time it waited: a sleep
+    # costs wall time only, a busy loop both
+    import time
+
+    from attnsignal.reproduce.context import _timed
+
+    value, wall, cpu = _timed(time.sleep, (0.3,), {})
+    assert value is None and wall >= 0.3 and cpu < 0.1
+
+    def spin(seconds):
+        end = time.thread_time() + seconds
+        while time.thread_time() < end:
+            pass
+        return "done"
+
+    value, wall, cpu = _timed(spin, (0.2,), {})
+    assert value == "done" and cpu >= 0.2 and wall >= cpu - 0.02

@@ -94,6 +94,7 @@ class Timing:
     worker_seconds: float = 0.0  # its tasks' time in the pool's workers
     tasks: int = 0
     theory_seconds: float = 0.0  # its ctx.compute calls' own time (in the pool's workers)
+    theory_cpu: float = 0.0      # their CPU time (the thread that ran each)
     theory_tasks: int = 0
 
     @property
@@ -273,11 +274,14 @@ class _Queued:
         pass
 
 
-def _timed(fn: Callable[..., Any], args: tuple, kwargs: dict[str, Any]) -> tuple[Any, float]:
-    """``fn(*args, **kwargs)`` and the seconds it took (where it ran)."""
-    t = time.perf_counter()
+def _timed(fn: Callable[..., Any], args: tuple, kwargs: dict[str, Any]
+           ) -> tuple[Any, float, float]:
+    """``fn(*args, **kwargs)``, the seconds it took and the CPU seconds of the thread that ran
+    it (where it ran: a pool worker computes on one thread; a worker sharing a core with
+    others takes longer in wall time, not in CPU time)."""
+    t, c = time.perf_counter(), time.thread_time()
     value = fn(*args, **kwargs)
-    return value, time.perf_counter() - t
+    return value, time.perf_counter() - t, time.thread_time() - c
 
 
 class PendingCall:
@@ -296,7 +300,7 @@ class PendingCall:
         theory-task or simulation-task time); re-raises the call's exception."""
         t = time.perf_counter()
         try:
-            value, seconds = self._future.result()
+            value, seconds, cpu = self._future.result()
         finally:
             self._timing.waiting += time.perf_counter() - t
         with self._lock:
@@ -306,6 +310,7 @@ class PendingCall:
                     self._timing.tasks += 1
                 else:
                     self._timing.theory_seconds += seconds
+                    self._timing.theory_cpu += cpu
                     self._timing.theory_tasks += 1
                 self._counted = True
         return value

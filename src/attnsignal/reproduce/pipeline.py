@@ -246,13 +246,15 @@ def _profile(shared: Shared, profile_dir: str, t_start: float, cpu_start: float,
         exps[name] = {"start": t.start, "end": t.end, "wall": t.wall, "waiting": t.waiting,
                       "compute": t.compute, "io": t.io, "figures": t.figures,
                       "report": t.report, "worker_seconds": t.worker_seconds, "tasks": t.tasks,
-                      "theory_seconds": t.theory_seconds, "theory_tasks": t.theory_tasks}
+                      "theory_seconds": t.theory_seconds, "theory_cpu": t.theory_cpu,
+                      "theory_tasks": t.theory_tasks}
     return {
         "total_wall": total,
         "coordinator_cpu": time.process_time() - cpu_start,
         "worker_cpu": worker_cpu,
         "workers": shared.pool.workers if shared.pool is not None else None,
         "kernel_warmup": [w["warm_seconds"] for w in warm],
+        "kernel_warmup_cpu": [w["warm_cpu_seconds"] for w in warm],
         "report_io": io,
         "experiments": exps,
     }
@@ -267,15 +269,18 @@ def profile_table(prof: dict[str, Any]) -> list[list[str]]:
     rows = []
     warm = prof.get("kernel_warmup") or []
     if warm:
+        cpu = sum(prof.get("kernel_warmup_cpu") or warm)
         rows.append(["kernel load / compile (each pool worker, in parallel)",
-                     f"{max(warm):.1f}", f"{sum(warm):.1f}", f"{len(warm)} worker(s)"])
+                     f"{max(warm):.1f}", f"{cpu:.1f}", f"{len(warm)} worker(s)"])
     for name, e in prof["experiments"].items():
         rows.append([f"{name} simulation (pool tasks)", f"{e['waiting']:.1f} waited", "",
                      f"{e['tasks']} task(s), {e['worker_seconds']:.1f} s of task time in the "
                      "workers"])
         if e.get("theory_tasks"):
-            rows.append([f"{name} theory (pool tasks)", "", f"{e['theory_seconds']:.1f}",
-                         f"{e['theory_tasks']} task(s), beside the simulations"])
+            rows.append([f"{name} theory (pool tasks)", "",
+                         f"{e.get('theory_cpu', e['theory_seconds']):.1f}",
+                         f"{e['theory_tasks']} task(s), {e['theory_seconds']:.1f} s of task time, "
+                         "beside the simulations"])
         rows.append([f"{name} theory + analysis (this process)", f"{e['compute']:.1f}", "", ""])
         rows.append([f"{name} figures", f"{e['figures']:.1f}", "", ""])
         rows.append([f"{name} I/O (load sweeps, write frames) + prose",
