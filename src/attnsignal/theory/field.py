@@ -62,18 +62,14 @@ def _chebyshev(model: ModelConfig, method: str, n_samples: int, seed: int) -> tu
     return cheb, float(ends[0])
 
 
-def _interp(model: ModelConfig, method: str, n_samples: int, seed: int) -> Callable[[np.ndarray], np.ndarray]:
-    if method == "asymptotic":
-        return lambda r: landscape(model, r, "asymptotic").dphi
-    cheb, _ = _chebyshev(model, method, n_samples, seed)
-    return lambda r: cheb(np.asarray(r, dtype=np.float64))
-
-
 @validated(model=MODEL, method=METHOD, n_samples=N_SAMPLES, seed=SEED)
 def dphi_interpolant(model: ModelConfig, method: str = "exact", *, n_samples: int = 20_000,
                      seed: int = 0) -> Callable[[np.ndarray], np.ndarray]:
     """A vectorised callable ``ρ ↦ Φ'(ρ)`` on ``[−1, 1]`` (see the module docstring)."""
-    return _interp(model, method, int(n_samples), int(seed))
+    if method == "asymptotic":
+        return lambda r: landscape(model, r, "asymptotic").dphi
+    cheb, _ = _chebyshev(model, method, int(n_samples), int(seed))
+    return lambda r: cheb(np.asarray(r, dtype=np.float64))
 
 
 @validated(model=MODEL, method=METHOD, n_samples=N_SAMPLES, seed=SEED)
