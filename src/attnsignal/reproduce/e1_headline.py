@@ -49,17 +49,21 @@ class E1Plan(PlanSection):
     ≈ 0.0005 and the effective-dynamics check early in the escape to one SE of ≈ 0.01, and
     they keep the full reproduction within its time budget — issue 16).
 
-    Quick: 6 runs of 16 000 samples with a larger step (4 at d = 1000); the claims' tolerances
-    are loosened to what that budget reaches (min ≥ 0.95, mean ≥ 0.98). Measured over six
+    Quick: 6 runs of 8 000 samples with a larger step (4 at d = 1000); the claims' tolerances
+    are loosened to what that budget reaches (min ≥ 0.95, mean ≥ 0.96). The schedule does not
+    depend on the number of steps, so a quick run is the first 8 000 updates of a longer one:
+    over 24 runs at d = 100 the mean |ρ| was 0.957 at 6 000 samples, 0.969 at 8 000 and 0.985 at
+    16 000 (the quick plan until 2026-12-04, then checked against 0.98). Measured over six
     seeds (2606, 1, 7, 42, 2027, 31337; ``benchmarks/quick_power.py``) the mean final |ρ| of the
-    6 runs was 0.9831–0.9859 (0.9846 ± 0.0011 from seed to seed, so the mean claim has a margin
-    of 4 of those standard deviations) and the smallest run 0.9788. The effective-dynamics check
+    6 runs was 0.9674–0.9734 (0.9699 ± 0.0023 from seed to seed, so the mean claim has a margin
+    of 4 of those standard deviations) and the smallest run 0.9579. The effective-dynamics check
     is 0.05 + 3 SE in quick mode: at its step η0 = 0.05 (full: 0.03) the effective dynamics is
     off by up to ~0.03 at d = 1000 — an error of the diffusion approximation at large η
     (docs/effective-dynamics.md) — and 4 runs estimate their standard error poorly; over
     twelve sets of 4 runs (six seeds each at 16 000 and 20 000 samples) max(|gap| − 3 SE) was
-    0.014 ± 0.010, at most 0.032, so 0.025 (the tolerance before) failed two of them. 0.05
-    still fails the limiting ODE (off by 0.6 there) and a prediction shifted by 0.08; the full
+    0.014 ± 0.010, at most 0.032, so 0.025 (the tolerance before) failed two of them; over the
+    six seeds above at 8 000 samples it was 0.015 ± 0.010, at most 0.032. 0.05
+    still fails the limiting ODE (off by 0.65 there) and a prediction shifted by 0.08; the full
     run holds the effective dynamics to 0.01 + 3 SE."""
 
     model: ModelConfig = ModelConfig(d=100, n_informative=500, n_nuisance=10_000, theta=0.25)
@@ -108,10 +112,10 @@ class E1Plan(PlanSection):
 
     @classmethod
     def quick(cls) -> "E1Plan":
-        return cls(runs=6, big_runs=4, steps=16_000,
+        return cls(runs=6, big_runs=4, steps=8_000,
                    step=StepSize(eta0=0.05, k0=1000.0, power=1.0),
                    records=80, theory_samples=1000, literal_runs=2, literal_steps=100,
-                   min_final_abs=0.95, mean_final_abs=0.98, effective_samples=1000,
+                   min_final_abs=0.95, mean_final_abs=0.96, effective_samples=1000,
                    effective_tol=0.05)
 
     @property

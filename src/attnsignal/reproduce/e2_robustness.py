@@ -41,12 +41,13 @@ class E2Plan(PlanSection):
     of a cell is the same run as with the 30 used before: its seed is (cell, ``r``)); the
     claim is on each cell's mean final |ρ|, which 12 runs resolve to ≈ sd/3.5.
 
-    Quick: 3 runs of 6 000 samples per cell. Measured over six sets of runs (seeds 2606, 7, 42
-    in ``benchmarks/quick_power.py`` and in ``attnsignal reproduce --quick --seed``) the slowest
-    cell (θ = 0.25, N/R = 1) ended at 0.929–0.942 and the weak-signal one (θ = 0.25, N/R = 20)
-    at 0.953–0.966, both ≈ 0.005 sd from set to set, so the grid tolerance is 0.9 and the
-    weak-signal one 0.93: margins of ≥ 5 of those standard deviations, while a cell that did
-    not align (|ρ| of a few tenths) fails by far."""
+    Quick: 3 runs of 3 000 samples per cell. Measured over eight sets of runs (seeds 2606, 1,
+    7, 42, 2027, 31337, 11, 12 in ``benchmarks/quick_power.py``) the slowest cell (θ = 0.25,
+    N/R = 1) ended at 0.874–0.913 (0.895 ± 0.013 from set to set) and the weak-signal one
+    (θ = 0.25, N/R = 20) at 0.892–0.927 (0.909 ± 0.011), so the grid tolerance is 0.84 and the
+    weak-signal one 0.86: margins of ≥ 4 of those standard deviations, while a cell that did
+    not align (|ρ| of a few tenths) fails by far. (6 000 samples, the plan until 2026-12-04:
+    0.929–0.942 and 0.953–0.966, checked against 0.9 and 0.93.)"""
 
     thetas: tuple[float, ...] = (0.25, 0.5, 1.0)
     ratios: tuple[int, ...] = (1, 5, 10, 20)
@@ -68,7 +69,7 @@ class E2Plan(PlanSection):
 
     @classmethod
     def quick(cls) -> "E2Plan":
-        return cls(runs=3, steps=6000, weak_mean_final_abs=0.93, grid_mean_final_abs=0.9)
+        return cls(runs=3, steps=3000, weak_mean_final_abs=0.86, grid_mean_final_abs=0.84)
 
     def models(self) -> list[ModelConfig]:
         """The grid's configurations, θ-major."""
