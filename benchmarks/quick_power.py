@@ -10,8 +10,8 @@ plan's own sizes, steps and records, drawn from ``seed`` (not the reproduction's
 the same law, other runs), so a margin that holds over several seeds is one a user's
 ``--seed`` will meet.
 
-    PYTHONPATH=src python benchmarks/quick_power.py e1 2606 1 7 42 2027 31337   # ~1 min a seed
-    PYTHONPATH=src python benchmarks/quick_power.py e2 2606 7 42                # ~30 s a seed
+    PYTHONPATH=src python benchmarks/quick_power.py e1 2606 1 7 42 2027 31337   # ~35 s a seed
+    PYTHONPATH=src python benchmarks/quick_power.py e2 2606 7 42                # ~15 s a seed
 """
 
 from __future__ import annotations
