@@ -54,7 +54,7 @@ class E6Plan(PlanSection):
     records: int = 60
     pca_big_runs: int = 6
     attention_runs: int = 4
-    attention_steps: int = 100_000
+    attention_steps: int = 80_000  # E1's (full) budget
     attention_big_d: bool = True
     attention_theory: bool = True
     theory_samples: int = 1000
