@@ -335,7 +335,7 @@ def test_e1_sweeps_both_dimensions_at_once_unless_their_runs_differ(reduced):
 
     full, quick = Plan.full().section(E1), Plan.quick().section(E1)
     assert sweep_groups(replace(full, big_runs=30)) == {"E1": (30, [100, 1000])}
-    assert sweep_groups(full) == {"E1": (30, [100]), "E1_big": (6, [1000])}
+    assert sweep_groups(full) == {"E1": (30, [100]), "E1_big": (10, [1000])}
     assert sweep_groups(quick) == {"E1": (6, [100]), "E1_big": (4, [1000])}
     _, res = reduced
     m = res.measurements["E1"]
