@@ -45,9 +45,9 @@ def e1(runs: int, seed: int) -> None:
 
 def e2(seed: int) -> None:
     p = Plan.full().section(E2)
-    base = p.models()[0]
+    cell = {(m.theta, m.n_nuisance // p.R): m for m in p.models()}
     for ratio in (max(p.ratios), min(p.ratios)):
-        m = base.replace(theta=min(p.thetas), n_nuisance=ratio * p.R)
+        m = cell[min(p.thetas), ratio]
         r = simulate(m, p.step, steps=20_000, runs=p.runs, seed=seed * 10 + ratio,
                      engine="chain", record_every=1000)
         a = np.abs(r.alignment)
@@ -67,7 +67,10 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=16)
     args = ap.parse_args()
     for seed in args.seed:
-        e1(args.runs, seed) if args.experiment == "e1" else e2(seed)
+        if args.experiment == "e1":
+            e1(args.runs, seed)
+        else:
+            e2(seed)
 
 
 if __name__ == "__main__":
