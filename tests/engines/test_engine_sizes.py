@@ -33,7 +33,7 @@ def test_token_counts_beyond_memory_are_refused_before_work(engine, n_nuisance):
     msg = str(err.value)
     assert err.value.field == "n_nuisance" and err.value.value == n_nuisance
     assert msg.startswith(f"n_nuisance: must be small enough for the '{engine}' engine to fit "
-                          "in memory: 4 float64 vectors of L = ")
+                          "in memory: 5 float64 vectors of L = ")
     assert "GiB" in msg or "TiB" in msg or "PiB" in msg or "EiB" in msg
     assert msg.endswith(f"; got {n_nuisance}") and "\n" not in msg
 

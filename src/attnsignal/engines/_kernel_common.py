@@ -119,7 +119,7 @@ def launch(driver: Callable, values: np.ndarray, p: Prepared, *extra: Any) -> K.
     if lost.size:
         raise MemoryError(
             f"the compiled engine did not complete {lost.size} of {n} runs (an allocation of "
-            f"its per-run scratch, 4 × L = 4 × {p.params.n_tokens} float64, failed); reduce "
+            f"its per-run scratch, 5 × L = 5 × {p.params.n_tokens} float64, failed); reduce "
             "n_nuisance / n_informative or NUMBA_NUM_THREADS"
         )
     return out

@@ -64,14 +64,14 @@ class ChainEngine(Engine):
         super().check(model, run)
 
     def memory_terms(self, model: ModelConfig, run: RunConfig) -> list[MemoryTerm]:
-        """Per compute thread: 4 float64 vectors of length ``L`` and one of length ``B``;
+        """Per compute thread: 5 float64 vectors of length ``L`` and one of length ``B``;
         per run: ``ρ``, the flags, the key and the statistics (a few copies)."""
         threads = min(compute_threads(), run.runs)
         L = model.n_tokens
         fld, val = token_field(model)
         return [
-            MemoryTerm(fld, val, 32 * L * threads,
-                       f"4 float64 vectors of L = {L} tokens per thread on {threads} threads"),
+            MemoryTerm(fld, val, 40 * L * threads,
+                       f"5 float64 vectors of L = {L} tokens per thread on {threads} threads"),
             MemoryTerm("batch", run.batch, 8 * run.batch * threads,
                        f"one float64 per sample of the minibatch per thread on {threads} threads"),
             MemoryTerm("runs", run.runs, 200 * run.runs, f"the state of {run.runs} runs"),

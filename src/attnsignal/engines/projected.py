@@ -43,14 +43,14 @@ class ProjectedEngine(Engine):
     )
 
     def memory_terms(self, model: ModelConfig, run: RunConfig) -> list[MemoryTerm]:
-        """Per compute thread: 4 float64 vectors of length ``L`` and 4 of length ``d``; the
+        """Per compute thread: 5 float64 vectors of length ``L`` and 4 of length ``d``; the
         ``(runs, d)`` queries (state, the advanced copy, records of ``init``)."""
         threads = min(compute_threads(), run.runs)
         L, d = model.n_tokens, model.d
         fld, val = token_field(model)
         return [
-            MemoryTerm(fld, val, 32 * L * threads,
-                       f"4 float64 vectors of L = {L} tokens per thread on {threads} threads"),
+            MemoryTerm(fld, val, 40 * L * threads,
+                       f"5 float64 vectors of L = {L} tokens per thread on {threads} threads"),
             MemoryTerm("d", d, 8 * d * (4 * threads + 3 * run.runs),
                        f"the (runs, d) = ({run.runs}, {d}) float64 queries (3 copies) and 4 "
                        f"d-vectors per thread"),
