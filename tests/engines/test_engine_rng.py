@@ -10,7 +10,7 @@ from scipy import stats
 from attnsignal.engines import _kernel as K
 from attnsignal.engines._kernel_common import ZT
 from attnsignal.engines._kernel import ZIGGURAT_R
-from attnsignal.engines._rng import child_seed, run_keys, ziggurat_tables
+from attnsignal.engines._rng import child_seed, run_keys, ziggurat_tables, ziggurat_tables32
 
 import kernel_probes as probes
 
@@ -80,6 +80,18 @@ def test_ziggurat_tables():
     assert np.all(np.diff(zt[2]) < 0)  # heights decrease as the layers widen
 
 
+def test_kernel_tables_mirror_each_table_for_the_sign_bit():
+    """ZT's rows: a 256-entry table, then its mirror for a draw whose sign bit (bit 8 of the
+    9-bit index the bulk sampler reads) is set: k and f again, the widths negated."""
+    assert ZT.shape == (6, 512)
+    assert np.array_equal(ZT[:3, :256], ziggurat_tables(ZIGGURAT_R))
+    assert np.array_equal(ZT[3:, :256], ziggurat_tables32(ZIGGURAT_R))
+    for half in (ZT[:3], ZT[3:]):
+        assert np.array_equal(half[0, 256:], half[0, :256])
+        assert np.array_equal(half[1, 256:], -half[1, :256])
+        assert np.array_equal(half[2, 256:], half[2, :256])
+
+
 def test_normals_in_law():
     z = probes.draw_normals(KEY[0], KEY[1], 3, 1_000_000, ZT)
     assert stats.kstest(z, "norm").pvalue > 1e-3
@@ -94,7 +106,7 @@ def test_normals_in_law():
     ref = stats.truncnorm(ZIGGURAT_R, np.inf)
     assert stats.kstest(np.abs(zt), ref.cdf).pvalue > 1e-3
     # wedges: the fraction in each of the 256 layers' x-ranges is the normal one
-    edges = np.concatenate([[0.0], ZT[1, 1:] * 2.0**52])
+    edges = np.concatenate([[0.0], ZT[1, 1:256] * 2.0**52])
     edges = np.sort(edges)
     counts, _ = np.histogram(np.abs(z), bins=np.concatenate([edges, [np.inf]]))
     cdf = stats.norm.cdf(np.concatenate([edges, [np.inf]]))
@@ -113,7 +125,7 @@ def test_single_precision_normals_in_law():
     p_tail = 2 * stats.norm.sf(ZIGGURAT_R)
     k = int((np.abs(z) > ZIGGURAT_R).sum())
     assert stats.binomtest(k, n, p_tail).pvalue > 1e-3
-    edges = np.sort(np.concatenate([[0.0], ZT[4, 1:] * 2.0**23]))
+    edges = np.sort(np.concatenate([[0.0], ZT[4, 1:256] * 2.0**23]))
     counts, _ = np.histogram(np.abs(z), bins=np.concatenate([edges, [np.inf]]))
     expected = 2 * np.diff(stats.norm.cdf(np.concatenate([edges, [np.inf]]))) * n
     assert stats.chisquare(counts, expected * counts.sum() / expected.sum()).pvalue > 1e-3

@@ -108,6 +108,7 @@ _S9 = _U(9)
 _S17 = _U(17)
 _S63 = _U(63)
 _FF = _U(0xFF)
+_F9 = _U(0x1FF)
 _BIT8 = _U(0x100)
 _MANT = _U(0x000FFFFFFFFFFFFF)
 _ONE = _U(1)
@@ -319,9 +320,12 @@ def fill_normals(st, zt, out, n):
     """``out[:n]`` ← ``n`` standard normals (the same ziggurat as :func:`normal`, with the
     generator state kept in registers for the bulk draws).
 
-    The position ``i`` is unsigned: numba wraps a signed index that may be negative
-    (``out[i]`` with ``i < 0`` reads from the end), and the select that costs, with the spill
-    it caused, was 6 % of this loop (``n >= 0`` always)."""
+    Bit for bit :func:`normal`'s draws, with two savings on the fast path, measured at E1's
+    size (3 × 10 500 draws): the layer and the sign are one 9-bit index into the 512-entry
+    rows of ``zt`` (:func:`._rng.ziggurat_tables_signed`: ``k``, and ``w`` signed; no sign
+    operation: 1.95 → 1.71 ns a draw), and the position ``i`` is unsigned (numba wraps a
+    signed index that may be negative, and that select, with the spill it caused, was 6 %
+    of the loop)."""
     s0 = st[0]
     s1 = st[1]
     s2 = st[2]
@@ -330,17 +334,15 @@ def fill_normals(st, zt, out, n):
     nn = _U(n)
     while i < nn:
         r, s0, s1, s2, s3 = _xo(s0, s1, s2, s3)
-        idx = r & _FF
-        neg = (r & _BIT8) != _ZERO
+        j = r & _F9
         m = np.float64((r >> _S9) & _MANT)
-        x = m * zt[1, idx]
-        if neg:
-            x = -x
-        if m < zt[0, idx]:
+        x = m * zt[1, j]
+        if m < zt[0, j]:
             out[i] = x
             i += _ONE
             continue
-        ok, v, s0, s1, s2, s3 = _ziggurat_rare(idx, neg, x, s0, s1, s2, s3, zt)
+        ok, v, s0, s1, s2, s3 = _ziggurat_rare(r & _FF, (r & _BIT8) != _ZERO, x, s0, s1, s2,
+                                               s3, zt)
         if ok:
             out[i] = v
             i += _ONE

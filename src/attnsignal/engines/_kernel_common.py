@@ -26,15 +26,17 @@ import numpy as np
 
 from ..config import ModelConfig, RunConfig
 from . import _kernel as K
-from ._rng import ziggurat_tables, ziggurat_tables32
+from ._rng import ziggurat_tables, ziggurat_tables32, ziggurat_tables_signed
 from .base import MAX_STEPS, EngineState, StepStats, mark_diverged
 
 __all__ = ["K", "Prepared", "prepare", "launch", "finish", "kernel_lock", "ZT",
            "use_forksafe_threading"]
 
-#: (6, 256): the ziggurat tables of the 64-bit draws (rows 0–2) and of the 32-bit draws of the
-#: ``chain32`` engine (rows 3–5), see :mod:`._rng`
-ZT = np.concatenate([ziggurat_tables(K.ZIGGURAT_R), ziggurat_tables32(K.ZIGGURAT_R)])
+#: (6, 512): the ziggurat tables of the 64-bit draws (rows 0–2) and of the 32-bit draws of the
+#: ``chain32`` engine (rows 3–5), each row a 256-entry table and its mirror for a negative
+#: draw (:func:`._rng.ziggurat_tables_signed`), see :mod:`._rng`
+ZT = np.concatenate([ziggurat_tables_signed(ziggurat_tables(K.ZIGGURAT_R)),
+                     ziggurat_tables_signed(ziggurat_tables32(K.ZIGGURAT_R))])
 
 kernel_lock = threading.Lock()
 _threading_chosen = False

@@ -32,7 +32,7 @@ from typing import Sequence
 import numpy as np
 
 __all__ = ["child_seed", "init_generator", "run_keys", "update_generator", "ziggurat_tables",
-           "ziggurat_tables32"]
+           "ziggurat_tables32", "ziggurat_tables_signed"]
 
 
 def child_seed(seed: np.random.SeedSequence, i: int) -> np.random.SeedSequence:
@@ -111,3 +111,15 @@ def ziggurat_tables32(r: float) -> np.ndarray:
     test, so the law is unchanged), ``w[i] = x_i / 2^23``, ``f`` unchanged."""
     k, w, f = ziggurat_tables(r)
     return np.stack([np.floor(k / 2.0**29), w * 2.0**29, f])
+
+
+def ziggurat_tables_signed(tables: np.ndarray) -> np.ndarray:
+    """(3, 512) float64: the (3, 256) ``[k, w, f]`` of :func:`ziggurat_tables` (or
+    :func:`ziggurat_tables32`) followed by their mirror for a negative draw — ``k`` and ``f``
+    again, the widths negated — so that a 9-bit index (the layer and the sign bit, bit 8)
+    reads ``k`` and the *signed* width at once, and indices below 256 read the tables as
+    before. The bulk sampler (``_kernel.fill_normals``) then needs no sign operation on its
+    fast path: ``m · (−w) = −(m · w)`` exactly in IEEE arithmetic, so its draws are bit for
+    bit those of the unsigned tables."""
+    k, w, f = tables
+    return np.stack([np.concatenate([k, k]), np.concatenate([w, -w]), np.concatenate([f, f])])
