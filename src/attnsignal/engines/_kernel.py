@@ -637,32 +637,33 @@ def fill_normals32(st, zt, out, n):
     is a draw of the same 256-layer ziggurat with a 23-bit mantissa (8 bits of layer, 1 of
     sign), on the tables ``zt[3:6]`` (:func:`._rng.ziggurat_tables32`: the rectangle
     thresholds rounded down, so a point not accepted at once goes through the exact wedge
-    test — exact in law up to the 2^-23 grid of each layer). The low half first."""
+    test — exact in law up to the 2^-23 grid of each layer). The low half first. Layer and
+    sign are one 9-bit index into the 512-entry rows, and the position is unsigned, as in
+    :func:`fill_normals`."""
     s0 = st[0]
     s1 = st[1]
     s2 = st[2]
     s3 = st[3]
-    i = 0
-    while i < n:
+    i = _ZERO
+    nn = _U(n)
+    while i < nn:
         w, s0, s1, s2, s3 = _xo(s0, s1, s2, s3)
         for h in range(2):
-            if i >= n:
+            if i >= nn:
                 break
             r = (w >> (_S32 * _U(h))) & _M32
-            idx = r & _FF
-            neg = (r & _BIT8) != _ZERO
+            j = r & _F9
             m = np.float64((r >> _S9) & _M23)
-            x = m * zt[4, idx]
-            if neg:
-                x = -x
-            if m < zt[3, idx]:
+            x = m * zt[4, j]
+            if m < zt[3, j]:
                 out[i] = x
-                i += 1
+                i += _ONE
                 continue
-            ok, v, s0, s1, s2, s3 = _ziggurat_rare(idx, neg, x, s0, s1, s2, s3, zt)
+            ok, v, s0, s1, s2, s3 = _ziggurat_rare(r & _FF, (r & _BIT8) != _ZERO, x, s0, s1,
+                                                   s2, s3, zt)
             if ok:
                 out[i] = v
-                i += 1
+                i += _ONE
     st[0] = s0
     st[1] = s1
     st[2] = s2

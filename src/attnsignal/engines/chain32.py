@@ -8,7 +8,11 @@ softmax, the α-moments and the gradient sums) in float32: two 32-bit ziggurat n
 ``||v_⊥||²``, the χ² draws, the complement norm and the update stay in float64.
 
 Why opt-in, and what was measured (``benchmarks/bench_float32.py``, docs/performance.md):
-about 1.4× faster per update at small and at the paper's sizes; no difference in law of the
+about 1.4× faster per update than ``chain`` at small and at the paper's sizes when it was
+added; since ``chain``'s float64 kernel became 1.2× faster (2026-12-04: the bulk ziggurat's
+signed tables and unsigned positions, which this engine's sampler shares, and a vectorised
+gradient pass, which it does not) it measures 0.87× at d = 20, L = 210 and 1.12× at E1's
+size (one run of the script) — no longer a reason to choose it. No difference in law of the
 final ``|ρ|`` from the float64 chain in two-sample tests that detect the DROP_COMPLEMENT
 variant (d = 20, and d = 10⁶ where ``γ² ≈ d`` makes float32 cancellation in ``c_i − F``
 most likely), and the engine law tests against the literal algorithm pass
@@ -37,6 +41,6 @@ class Chain32Engine(ChainEngine):
         signal_signs=ChainEngine.capabilities.signal_signs,
         updates=ChainEngine.capabilities.updates,
         has_query=False, exact_in_law=True, cost="O(B L)",
-        summary="the alignment chain with float32 per-sample arithmetic (opt-in, ~1.4x faster; "
-                "equal in law, not bit-identical to 'chain')",
+        summary="the alignment chain with float32 per-sample arithmetic (opt-in, 0.9-1.1x the "
+                "speed of 'chain'; equal in law, not bit-identical to 'chain')",
     )
