@@ -54,6 +54,19 @@ def draw_normals32(k0, k1, step, n, zt):
 
 
 @_probe
+def state_after_fill(k0, k1, step, n, zt, single):
+    """The stream's state after ``fill_normals`` (``fill_normals32`` if ``single``) of ``n``
+    draws into a buffer of ``max(n, 0)`` (``n <= 0`` must draw nothing)."""
+    st = np.empty(4, dtype=np.uint64)
+    K.seed_stream(st, k0, k1, step)
+    if single:
+        K.fill_normals32(st, zt, np.empty(max(n, 0), dtype=np.float32), n)
+    else:
+        K.fill_normals(st, zt, np.empty(max(n, 0)), n)
+    return st
+
+
+@_probe
 def exp32_array(x):
     """``fast_exp32`` elementwise (float32)."""
     out = np.empty_like(x)

@@ -70,6 +70,15 @@ def test_bulk_and_scalar_normals_agree_bit_for_bit():
     assert np.array_equal(a, b)
 
 
+@pytest.mark.parametrize("single", [False, True])
+def test_bulk_samplers_draw_nothing_for_a_count_of_zero_or_less(single):
+    """The bulk samplers count with an unsigned position: a count <= 0 must not wrap to 2^64."""
+    seeded = probes.state_after_fill(KEY[0], KEY[1], 7, 0, ZT, single)
+    for n in (-1, -5):
+        assert np.array_equal(probes.state_after_fill(KEY[0], KEY[1], 7, n, ZT, single), seeded)
+    assert not np.array_equal(probes.state_after_fill(KEY[0], KEY[1], 7, 1, ZT, single), seeded)
+
+
 def test_ziggurat_tables():
     zt = ziggurat_tables(ZIGGURAT_R)
     # numpy's ki_double[0] (its tables were computed independently: equal to ~1e-15)

@@ -331,7 +331,7 @@ def fill_normals(st, zt, out, n):
     s2 = st[2]
     s3 = st[3]
     i = _ZERO
-    nn = _U(n)
+    nn = _U(n) if n > 0 else _ZERO  # a negative count draws nothing, as before
     while i < nn:
         r, s0, s1, s2, s3 = _xo(s0, s1, s2, s3)
         j = r & _F9
@@ -645,7 +645,7 @@ def fill_normals32(st, zt, out, n):
     s2 = st[2]
     s3 = st[3]
     i = _ZERO
-    nn = _U(n)
+    nn = _U(n) if n > 0 else _ZERO  # a negative count draws nothing, as before
     while i < nn:
         w, s0, s1, s2, s3 = _xo(s0, s1, s2, s3)
         for h in range(2):
