@@ -74,8 +74,10 @@ def effective_path(model: ModelConfig, step: Any, *, steps: int, record_every: i
 def effective_cost(model: ModelConfig, n_samples: int) -> float:
     """The cost of :func:`effective_path` in the shared pool's units
     (:func:`~attnsignal.reproduce.scheduler.task_cost`: one chain sample of ``L`` tokens costs
-    ``L + CHAIN_UPDATE_OVERHEAD``): its reduced draws, ``n_samples`` of ``L`` tokens at each moment node. Only
-    orders it among the pool's tasks."""
-    return float(_MOMENT_NODES * n_samples * (model.n_tokens + CHAIN_UPDATE_OVERHEAD))
-
-
+    ``L + CHAIN_UPDATE_OVERHEAD``): per reduced draw about ``4L`` (its ``3L`` normals, the
+    weights and the nuisance tokens' moments, once) and, at each moment node, the informative
+    tokens twice plus a fixed cost (``theory.effective._pool_kernel``). At E1's size that is
+    about 10 000 chain samples per 1 000 draws, as measured. Only orders it among the pool's
+    tasks."""
+    per_node = 2 * model.n_informative + CHAIN_UPDATE_OVERHEAD
+    return float(n_samples * (4 * model.n_tokens + _MOMENT_NODES * per_node))
