@@ -35,26 +35,67 @@ def save_figure(fig, stem: str | Path, dpi: int = 150) -> list[Path]:
     """Save ``fig`` as ``stem.png`` and ``stem.pdf`` atomically; close it; return the paths.
 
     ``stem`` is a path without extension (``figures/e1`` → ``figures/e1.png``, ``.pdf``). Both
-    files are cropped to the figure's tight bounding box (padded by ``savefig.pad_inches``),
-    found once for both: ``bbox_inches="tight"`` would lay the figure out again for each
-    format."""
+    files are cropped to the figure's tight bounding box (padded by ``savefig.pad_inches``).
+
+    The figure is drawn twice in all. The first draw, with Agg at ``dpi``, gives both that box
+    and the PNG: its pixels are cropped from the canvas to the box, as many as
+    ``savefig(bbox_inches=box)`` would write. The second draw writes the PDF. (``savefig`` with
+    ``bbox_inches="tight"`` would lay the figure out once more for each format. After
+    ``fig.tight_layout()``, the figure keeps a placeholder layout engine that does nothing
+    when drawn, yet ``savefig`` lays the figure out again before each format because of it,
+    so the placeholder is removed first.) Where the content reaches beyond the canvas (an
+    artist outside the figure), the PNG is drawn by ``savefig`` instead.
+    """
     import matplotlib
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.layout_engine import PlaceHolderLayoutEngine
 
     stem = Path(stem)
-    shown_dpi = fig.dpi
-    fig.set_dpi(dpi)  # text extents are measured at the dpi the PNG is drawn at
+    rc = matplotlib.rcParams
+    if (isinstance(fig.get_layout_engine(), PlaceHolderLayoutEngine)
+            and not rc["figure.autolayout"] and not rc["figure.constrained_layout.use"]):
+        fig.set_layout_engine(None)
+    shown_dpi, shown_canvas = fig.dpi, fig.canvas
+    agg = FigureCanvasAgg(fig)  # the figure's canvas until restored below
     try:
-        fig.draw_without_rendering()
-        bbox = fig.get_tightbbox().padded(matplotlib.rcParams["savefig.pad_inches"])
+        fig.set_dpi(dpi)  # text extents are measured at the dpi the PNG is drawn at
+        agg.draw()
+        tight = fig.get_tightbbox(agg.get_renderer())
+        bbox = tight.padded(rc["savefig.pad_inches"])
+        pixels = _crop(np.asarray(agg.buffer_rgba()), tight, bbox, dpi, fig.get_facecolor())
     finally:
         fig.set_dpi(shown_dpi)
-    paths = []
-    for ext in ("png", "pdf"):
-        p = stem.parent / f"{stem.name}.{ext}"  # not with_suffix: keep dots in the name
-        atomic_write(p, lambda tmp, e=ext: fig.savefig(tmp, format=e, dpi=dpi, bbox_inches=bbox))
-        paths.append(p)
+        fig.set_canvas(shown_canvas)
+    png = stem.parent / f"{stem.name}.png"  # not with_suffix: keep dots in the name
+    pdf = stem.parent / f"{stem.name}.pdf"
+    if pixels is not None:
+        atomic_write(png, lambda tmp: matplotlib.image.imsave(tmp, pixels, format="png", dpi=dpi))
+    else:
+        atomic_write(png, lambda tmp: fig.savefig(tmp, format="png", dpi=dpi, bbox_inches=bbox))
+    atomic_write(pdf, lambda tmp: fig.savefig(tmp, format="pdf", dpi=dpi, bbox_inches=bbox))
     _plt().close(fig)
-    return paths
+    return [png, pdf]
+
+
+def _crop(rgba: np.ndarray, tight, bbox, dpi: float, face) -> np.ndarray | None:
+    """The pixels of the canvas ``rgba`` (``(h, w, 4)`` uint8, row 0 at the top) inside
+    ``bbox`` (inches from the lower left), as many as ``savefig(bbox_inches=bbox)`` writes
+    (its lower left corner rounded to a pixel); what the padding adds
+    beyond the canvas is the figure's face colour. ``None`` when the content itself
+    (``tight``) reaches beyond the canvas: those pixels were never drawn."""
+    h, w = rgba.shape[:2]
+    if not (tight.x0 * dpi >= 0 and tight.y0 * dpi >= 0 and tight.x1 * dpi <= w
+            and tight.y1 * dpi <= h and tight.width > 0 and tight.height > 0):
+        return None
+    # savefig's pixels: the box's extent in whole pixels (truncated) from its lower left
+    # corner (the origin of the translated drawing)
+    x0, r1 = int(round(bbox.x0 * dpi)), int(round(h - bbox.y0 * dpi))
+    x1, r0 = x0 + int(bbox.width * dpi), r1 - int(bbox.height * dpi)
+    out = np.empty((r1 - r0, x1 - x0, 4), dtype=np.uint8)
+    out[...] = np.round(np.asarray(face, dtype=float) * 255.0).astype(np.uint8)
+    cr0, cr1, cx0, cx1 = max(r0, 0), min(r1, h), max(x0, 0), min(x1, w)
+    out[cr0 - r0:cr1 - r0, cx0 - x0:cx1 - x0] = rgba[cr0:cr1, cx0:cx1]
+    return out
 
 
 def band(values: np.ndarray, lo: float = 10, hi: float = 90) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
