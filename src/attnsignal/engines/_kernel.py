@@ -353,22 +353,53 @@ def fill_normals(st, zt, out, n):
 
 
 @_jit
-def _gamma_ge1(st, zt, a):
-    """Gamma(a, 1) for a >= 1, Marsaglia & Tsang (2000)."""
+def _normal_regs(s0, s1, s2, s3, zt):
+    """:func:`normal` on a state held in registers: (value, new state). The same words, the
+    same values (its fast path is :func:`fill_normals`'s, its rare branch
+    :func:`_ziggurat_rare`)."""
+    while True:
+        r, s0, s1, s2, s3 = _xo(s0, s1, s2, s3)
+        j = r & _F9
+        m = np.float64((r >> _S9) & _MANT)
+        x = m * zt[1, j]
+        if m < zt[0, j]:
+            return x, s0, s1, s2, s3
+        ok, v, s0, s1, s2, s3 = _ziggurat_rare(r & _FF, (r & _BIT8) != _ZERO, x, s0, s1, s2,
+                                               s3, zt)
+        if ok:
+            return v, s0, s1, s2, s3
+
+
+@_jit
+def _gamma_ge1_regs(s0, s1, s2, s3, zt, a):
+    """Gamma(a, 1) for a >= 1, Marsaglia & Tsang (2000), on a state held in registers:
+    (value, new state)."""
     dd = a - 1.0 / 3.0
     c = 1.0 / math.sqrt(9.0 * dd)
     while True:
-        x = normal(st, zt)
+        x, s0, s1, s2, s3 = _normal_regs(s0, s1, s2, s3, zt)
         t = c * x
         if t <= -1.0:
             continue
         w = t * (3.0 + t * (3.0 + t))  # (1 + t)^3 − 1, without cancellation
-        u = uniform(st)
+        r, s0, s1, s2, s3 = _xo(s0, s1, s2, s3)
+        u = np.float64(r >> _S11) * _TWO_M53
         x2 = x * x
         if u < 1.0 - 0.0331 * x2 * x2:
-            return dd * (1.0 + w)
+            return dd * (1.0 + w), s0, s1, s2, s3
         if math.log(u) < 0.5 * x2 + dd * (math.log1p(w) - w):
-            return dd * (1.0 + w)
+            return dd * (1.0 + w), s0, s1, s2, s3
+
+
+@_jit
+def _gamma_ge1(st, zt, a):
+    """Gamma(a, 1) for a >= 1, Marsaglia & Tsang (2000)."""
+    g, s0, s1, s2, s3 = _gamma_ge1_regs(st[0], st[1], st[2], st[3], zt, a)
+    st[0] = s0
+    st[1] = s1
+    st[2] = s2
+    st[3] = s3
+    return g
 
 
 @_jit
@@ -382,13 +413,21 @@ def gamma(st, zt, a):
 
 @_jit
 def chi2(st, zt, k):
-    """χ²_k for an integer k >= 0."""
+    """χ²_k for an integer k >= 0. For k >= 2 the generator state is read once and written
+    once, the draws in between running on registers (:func:`_gamma_ge1_regs`): a call
+    through ``st`` per normal and per uniform was half the cost of a χ² draw (65 → 28 ns at
+    k = 48, the same draws)."""
     if k <= 0:
         return 0.0
     if k == 1:
         z = normal(st, zt)
         return z * z
-    return 2.0 * gamma(st, zt, 0.5 * k)
+    g, s0, s1, s2, s3 = _gamma_ge1_regs(st[0], st[1], st[2], st[3], zt, 0.5 * k)
+    st[0] = s0
+    st[1] = s1
+    st[2] = s2
+    st[3] = s3
+    return 2.0 * g
 
 
 # ============================================================================ shared kernel
