@@ -41,3 +41,11 @@ def spec_dict(**sweep_changes) -> dict:
     d = copy.deepcopy(TINY)
     d["sweep"].update(sweep_changes)
     return d
+
+
+def loaded(names: tuple[str, ...]) -> dict[str, bool]:
+    """Which of ``names`` this process has imported (run in a pool worker; importing this
+    module imports none of them)."""
+    import sys
+
+    return {n: n in sys.modules for n in names}

@@ -25,7 +25,6 @@ import contextlib
 import heapq
 import itertools
 import json
-import multiprocessing as mp
 import os
 import queue
 import tempfile
@@ -38,6 +37,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
 from ..config import ModelConfig
+from ..sweep.executors import WORKER_PRELOAD, pool_context
 from ..sweep.tasks import Task, TaskOutcome, run_task
 
 __all__ = ["Call", "SharedPool", "chain_cost", "task_cost", "warm_kernels"]
@@ -229,8 +229,8 @@ class SharedPool:
         self.workers = workers or os.cpu_count() or 1
         self.retries = retries
         self.profile_dir = str(profile_dir) if profile_dir is not None else None
-        methods = mp.get_all_start_methods()
-        self._ctx = mp.get_context("forkserver" if "forkserver" in methods else "spawn")
+        # the forkserver imports the workers' modules (and this one, for _init_worker) once
+        self._ctx = pool_context((*WORKER_PRELOAD, __name__))
         self.description = f"shared local process pool, {self.workers} worker(s)"
         self._lock = threading.Lock()
         self._heap: list[tuple[tuple[int, float], int, Task, queue.Queue]] = []

@@ -3,7 +3,8 @@ finish, in completion order; the coordinator records outcomes in the manifest.
 
 ``serial``  in this process, one task after the other (debugging, tiny sweeps).
 ``local``   a process pool on this machine (``concurrent.futures.ProcessPoolExecutor``,
-            ``forkserver`` start method where available, else ``spawn``), ``workers`` processes
+            ``forkserver`` start method where available — its server imports what the
+            workers need once, :func:`pool_context` — else ``spawn``), ``workers`` processes
             (default ``os.cpu_count()``). A worker process that dies breaks the pool; the
             unfinished tasks are resubmitted to a fresh pool up to ``retries`` times.
 ``dask``    a Dask cluster: with ``scheduler`` an address (``tcp://host:8786``) the running
@@ -38,6 +39,24 @@ __all__ = ["Executor", "SerialExecutor", "LocalExecutor", "DaskExecutor", "Slurm
 EXECUTORS = ("local", "dask", "slurm", "serial")
 
 Finished = tuple[Task, "TaskOutcome | BaseException"]
+
+#: what a pool worker imports before its first task (the task runner, the engines, the
+#: effective dynamics): the forkserver imports it once and forks every worker from itself
+WORKER_PRELOAD = ("attnsignal.sweep.tasks", "attnsignal.simulate", "attnsignal.theory.effective")
+
+
+def pool_context(preload: tuple[str, ...] = WORKER_PRELOAD) -> mp.context.BaseContext:
+    """The start method of the local pools: ``forkserver`` where available, its server
+    importing ``preload`` before it forks any worker — each worker then starts with those
+    modules loaded instead of importing them again (about 1.3 CPU-s a worker for the
+    reproduction's, measured with two workers); else ``spawn``. The server is one per
+    process, started by the first pool: a later call's ``preload`` applies only if none has
+    started yet."""
+    if "forkserver" not in mp.get_all_start_methods():
+        return mp.get_context("spawn")
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(list(preload))
+    return ctx
 
 
 class Executor(Protocol):
@@ -99,8 +118,7 @@ class LocalExecutor:
     def __init__(self, workers: int | None = None, retries: int = 2):
         self.workers = workers or os.cpu_count() or 1
         self.retries = retries
-        methods = mp.get_all_start_methods()
-        self.context = mp.get_context("forkserver" if "forkserver" in methods else "spawn")
+        self.context = pool_context()
         self.description = f"local process pool, {self.workers} worker(s)"
 
     def _pool(self) -> ProcessPoolExecutor:
