@@ -454,8 +454,6 @@ def ode_cmd(
 
 #: Reduced draws per moment node of the effective dynamics (its default ``n_samples``).
 _EFF_DRAWS = 4000
-#: Largest standardised step of the effective dynamics (``η²`` must stay finite).
-from ..theory.effective import MAX_STD_STEP as _EFF_ETA_MAX  # noqa: E402
 
 
 def _check_effective(model, step, rc: RunConfig) -> None:
@@ -466,7 +464,10 @@ def _check_effective(model, step, rc: RunConfig) -> None:
     (:func:`~attnsignal.theory.effective.check_pool_memory`, 4000 draws), or more
     records × grid nodes than it keeps (at most
     :func:`~attnsignal.theory.effective.max_grid_nodes` nodes)."""
-    from ..theory.effective import _MAX_LAW, _MAX_STEPS, check_pool_memory, max_grid_nodes
+    # the largest standardised step MAX_STD_STEP: η² must stay finite (imported here, as
+    # the theory layer is everywhere in this module: `attnsignal --help` does not load it)
+    from ..theory.effective import (MAX_STD_STEP, _MAX_LAW, _MAX_STEPS, check_pool_memory,
+                                    max_grid_nodes)
 
     if rc.method != "sga":
         raise ConfigError("method", "must be 'sga' with --effective (the effective dynamics "
@@ -474,8 +475,8 @@ def _check_effective(model, step, rc: RunConfig) -> None:
     if rc.steps > _MAX_STEPS:
         raise ConfigError("steps", f"must be <= {_MAX_STEPS:,} with --effective", rc.steps)
     eta_max = float(np.max(step.eta(np.arange(rc.steps, dtype=np.int64)))) * model.noise_std ** 2
-    if not eta_max <= _EFF_ETA_MAX:
-        raise ConfigError("step", f"must keep σ²η_k <= {_EFF_ETA_MAX:g} with --effective (its "
+    if not eta_max <= MAX_STD_STEP:
+        raise ConfigError("step", f"must keep σ²η_k <= {MAX_STD_STEP:g} with --effective (its "
                           f"one-step moments are normalised by η²); largest σ²η_k = "
                           f"{eta_max:.3g}", step.describe())
     if rc.batch > _EFF_DRAWS:
