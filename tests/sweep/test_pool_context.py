@@ -20,3 +20,19 @@ def test_pool_workers_start_with_what_they_need_imported():
     with ProcessPoolExecutor(1, mp_context=ctx) as ex:
         got = ex.submit(loaded, WORKER_PRELOAD).result()
     assert all(got.values()), got
+
+
+def test_the_reproduction_pool_preloads_its_worker_start_up():
+    """The reproduction's workers start in ``_init_worker``: its module is among what the
+    forkserver imports (``REPRODUCTION_PRELOAD``, which the command line's early start and
+    the shared pool both use)."""
+    from attnsignal.reproduce.scheduler import SharedPool, _init_worker
+    from attnsignal.sweep.executors import REPRODUCTION_PRELOAD
+
+    assert set(WORKER_PRELOAD) <= set(REPRODUCTION_PRELOAD)
+    assert _init_worker.__module__ in REPRODUCTION_PRELOAD
+    pool = SharedPool(workers=1)._new_pool()  # no worker starts before a task
+    try:
+        assert pool._initializer is _init_worker
+    finally:
+        pool.shutdown()

@@ -45,6 +45,12 @@ def reproduce_cmd(
     Exits with status 1 when a claim that should hold fails, 3 when an experiment fails
     (the first failing experiment's error is printed, then one line naming it).
     """
+    if executor == "local":
+        # the pool's forkserver imports the workers' modules while this process imports the
+        # experiments (about a second on two cores that one core would otherwise wait for)
+        from ..sweep.executors import REPRODUCTION_PRELOAD, start_pool_server
+
+        start_pool_server(REPRODUCTION_PRELOAD)
     from ..claims import CLAIMS_HEADER, claims_table_rows
     from ..reproduce import ExperimentError, Plan, reproduce
     from ..reproduce.pipeline import profile_table

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
 from ..config import ModelConfig
-from ..sweep.executors import WORKER_PRELOAD, pool_context
+from ..sweep.executors import REPRODUCTION_PRELOAD, pool_context
 from ..sweep.tasks import Task, TaskOutcome, run_task
 
 __all__ = ["Call", "SharedPool", "chain_cost", "task_cost", "warm_kernels"]
@@ -230,7 +230,7 @@ class SharedPool:
         self.retries = retries
         self.profile_dir = str(profile_dir) if profile_dir is not None else None
         # the forkserver imports the workers' modules (and this one, for _init_worker) once
-        self._ctx = pool_context((*WORKER_PRELOAD, __name__))
+        self._ctx = pool_context(REPRODUCTION_PRELOAD)
         self.description = f"shared local process pool, {self.workers} worker(s)"
         self._lock = threading.Lock()
         self._heap: list[tuple[tuple[int, float], int, Task, queue.Queue]] = []

@@ -43,6 +43,9 @@ Finished = tuple[Task, "TaskOutcome | BaseException"]
 #: what a pool worker imports before its first task (the task runner, the engines, the
 #: effective dynamics): the forkserver imports it once and forks every worker from itself
 WORKER_PRELOAD = ("attnsignal.sweep.tasks", "attnsignal.simulate", "attnsignal.theory.effective")
+#: the reproduction's shared pool also starts each worker with
+#: ``attnsignal.reproduce.scheduler._init_worker`` (which imports the reproduction package)
+REPRODUCTION_PRELOAD = (*WORKER_PRELOAD, "attnsignal.reproduce.scheduler")
 
 
 def pool_context(preload: tuple[str, ...] = WORKER_PRELOAD) -> mp.context.BaseContext:
@@ -57,6 +60,17 @@ def pool_context(preload: tuple[str, ...] = WORKER_PRELOAD) -> mp.context.BaseCo
     ctx = mp.get_context("forkserver")
     ctx.set_forkserver_preload(list(preload))
     return ctx
+
+
+def start_pool_server(preload: tuple[str, ...] = WORKER_PRELOAD) -> None:
+    """Start the forkserver of :func:`pool_context` now, so that it imports ``preload`` while
+    this process goes on with its own start-up (the reproduction calls it before importing
+    its experiments: the workers of its first tasks are then forked at once). Nothing
+    happens where there is no forkserver or one already runs."""
+    if pool_context(preload).get_start_method() == "forkserver":
+        from multiprocessing import forkserver
+
+        forkserver.ensure_running()
 
 
 class Executor(Protocol):
