@@ -175,7 +175,9 @@ def test_effective_dynamics_uses_the_runs_records_and_tracks_them(reduced):
     # effective dynamics' gap (0.06, 40 runs: SE 0.02)
     assert e5.effective_gaps[0] < 0.6 * e5.gaps[0]
     prof = res.profile["experiments"]
-    assert (prof["E1"]["theory_tasks"], prof["E5"]["theory_tasks"]) == (2, 2)
+    # E1: the effective dynamics and the samples-to-reach prediction at each d; E5: the
+    # effective dynamics at each η0
+    assert (prof["E1"]["theory_tasks"], prof["E5"]["theory_tasks"]) == (4, 2)
     assert prof["E1"]["theory_seconds"] > 0
     # CPU of the worker's one compute thread: positive, at most its wall time (+ clock ticks)
     assert 0 < prof["E1"]["theory_cpu"] <= prof["E1"]["theory_seconds"] + 0.05

@@ -208,13 +208,18 @@ class E1Headline(Experiment[E1Plan, E1Measurements]):
                                   runs=p.chain_check_runs, engine="chain", seed=ctx.seed + 2,
                                   record_every=p.literal_steps, simulation=True,
                                   cost=chain_cost(m100, p.chain_check_runs, p.literal_steps))
-        # theory and the in-process checks while the pool runs the sweep
-        pred = {d: samples_to_reach(m100.replace(d=d), p.step, TARGET,
-                                    n_samples=p.theory_samples, plateau=False)
-                for d in (m100.d, p.big_d)}
+        # the finite-step prediction of the samples to reach TARGET: pool tasks as well (κ_B
+        # from the compiled reduced sampler, which the workers have loaded; each draw's 3L
+        # numpy normals cost about as much as a few chain samples)
+        pred_pending = {d: ctx.compute(samples_to_reach, m100.replace(d=d), p.step, TARGET,
+                                       n_samples=p.theory_samples, plateau=False,
+                                       cost=chain_cost(m100, 4, p.theory_samples))
+                        for d in (m100.d, p.big_d)}
+        # the in-process check while the pool runs the sweep
         lit = simulate(m100, p.step, steps=p.literal_steps, runs=p.literal_runs,
                        engine="literal", seed=ctx.seed + 1, record_every=p.literal_steps)
         chk = chk_pending.result()
+        pred = {d: f.result() for d, f in pred_pending.items()}
         lit_abs = np.abs(lit.final_alignment)
         chain_abs = np.abs(chk.final_alignment)
         z = (lit_abs.mean() - chain_abs.mean()) / np.sqrt(
