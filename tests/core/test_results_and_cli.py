@@ -245,3 +245,24 @@ def test_the_command_line_loads_no_scientific_layer_before_a_command_runs():
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             check=True).stdout.strip()
     assert loaded == ""
+
+
+@pytest.mark.parametrize("argv, status, stream, text", [
+    (["--version"], 0, "stdout", "attnsignal "),
+    (["run", "--d", "-1"], 2, "stderr", "attnsignal: error: d: must be an integer >= 2; got -1"),
+])
+def test_the_console_entry_runs_the_exit_handlers_flushes_and_keeps_the_status(
+        tmp_path, argv, status, stream, text):
+    """``entry`` (the console script, ``python -m attnsignal``) ends without the interpreter's
+    teardown, yet the exit handlers run, buffered output reaches a pipe and the status is
+    main's."""
+    marker = tmp_path / "handler-ran"
+    code = ("import atexit, pathlib, sys\n"
+            f"atexit.register(pathlib.Path({str(marker)!r}).write_text, 'yes')\n"
+            f"sys.argv = ['attnsignal', *{argv!r}]\n"
+            "from attnsignal.cli import entry\n"
+            "entry()\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == status
+    assert getattr(proc, stream).startswith(text)
+    assert marker.read_text() == "yes"

@@ -102,5 +102,35 @@ def main(argv: list[str] | None = None) -> int:
     return int(rv or 0)
 
 
+def entry() -> None:
+    """The ``attnsignal`` console script and ``python -m attnsignal``: :func:`main`, then a
+    quick exit.
+
+    Once :func:`main` has returned, the exit handlers run as at any exit (logging's,
+    multiprocessing's, weak-reference finalizers), the standard streams are flushed, and the
+    process ends with :func:`main`'s status — without the interpreter's teardown of every
+    module and object, which took half a second after a reproduction (numba's, pandas' and
+    matplotlib's objects), one core idle. Nothing is left to write by then: results are
+    written atomically and their files closed. The ordinary exit is kept where a thread
+    other than this one still runs (it would be cut short) and where ``atexit`` has no
+    ``_run_exitfuncs``; an exception that escapes :func:`main` ends the ordinary way (its
+    traceback, status 1)."""
+    import atexit
+    import os
+    import threading
+
+    code = main()
+    run_exit_handlers = getattr(atexit, "_run_exitfuncs", None)
+    if run_exit_handlers is None or threading.active_count() > 1:
+        sys.exit(code)
+    run_exit_handlers()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed or broken stream: nothing more to write
+            pass
+    os._exit(code)
+
+
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    entry()
