@@ -34,6 +34,7 @@ table without ``kind`` is the power family, as written before schedules had kind
 from __future__ import annotations
 
 import abc
+import functools
 import math
 import warnings
 from dataclasses import dataclass, field
@@ -74,6 +75,21 @@ def _as_k(k: Any) -> np.ndarray:
     if isinstance(k, slice):
         k = np.arange(k.start or 0, k.stop)
     return np.asarray(k, dtype=np.float64)
+
+
+def _partial_sums(schedule: "Schedule") -> np.ndarray:
+    """``t_0, ..., t_{_EXACT}`` of ``schedule``, read-only (one sequential cumulative sum)."""
+    with np.errstate(over="ignore"):
+        cum = np.concatenate([[0.0], np.cumsum(schedule.eta(np.arange(_EXACT)))])
+    cum.setflags(write=False)
+    return cum
+
+
+@functools.lru_cache(maxsize=8)
+def _shared_partial_sums(schedule: "Schedule") -> np.ndarray:
+    """:func:`_partial_sums` per schedule value (frozen, compared by value): 8 schedules of
+    1.6 MB at most."""
+    return _partial_sums(schedule)
 
 
 class Schedule(Config, abc.ABC):
@@ -118,12 +134,15 @@ class Schedule(Config, abc.ABC):
 
     def _exact_partial_sums(self) -> np.ndarray:
         """``t_0, ..., t_{_EXACT}`` (read-only), cached on the instance (not a field: equality,
-        hashing, ``to_dict`` and pickling ignore it)."""
+        hashing, ``to_dict`` and pickling ignore it) and per value in this process
+        (:func:`_shared_partial_sums`): a pool worker unpickles a fresh copy of the schedule
+        with every task, and recomputing the 200 000 sums took a few milliseconds a task."""
         cum = self.__dict__.get("_partial_sums_cache")
         if cum is None:
-            with np.errstate(over="ignore"):
-                cum = np.concatenate([[0.0], np.cumsum(self.eta(np.arange(_EXACT)))])
-            cum.setflags(write=False)
+            try:
+                cum = _shared_partial_sums(self)
+            except TypeError:  # a schedule whose fields do not hash: this instance only
+                cum = _partial_sums(self)
             object.__setattr__(self, "_partial_sums_cache", cum)
         return cum
 

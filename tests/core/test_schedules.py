@@ -279,3 +279,21 @@ def test_a_shifted_power_law_continues_the_same_sequence(power):
     j = np.arange(5000)
     for n in (0, 1, 777):
         np.testing.assert_allclose(s.shifted(n).eta(j), s.eta(n + j), rtol=1e-12)
+
+
+def test_a_schedule_copy_reuses_the_partial_sums_of_an_equal_schedule(monkeypatch):
+    """A pool worker unpickles a fresh copy of the schedule with each task: its ODE times come
+    from the sums already computed for an equal schedule in the process (no call of ``eta``),
+    bit for bit the same."""
+    import pickle
+
+    from attnsignal.config import StepSize
+
+    s = StepSize(eta0=0.0123, k0=77.0, power=0.6)
+    first = s.ode_time([0, 5, 1000, 200_000])
+    copy = pickle.loads(pickle.dumps(s))
+    assert "_partial_sums_cache" not in copy.__dict__
+    calls = []
+    monkeypatch.setattr(StepSize, "eta", lambda self, k: calls.append(k) or np.zeros(0))
+    np.testing.assert_array_equal(copy.ode_time([0, 5, 1000, 200_000]), first)
+    assert calls == []
