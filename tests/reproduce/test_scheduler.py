@@ -222,3 +222,41 @@ def test_a_computation_is_timed_in_wall_and_in_cpu_seconds():
 
     value, wall, cpu = _timed(spin, (0.2,), {})
     assert value == "done" and cpu >= 0.2 and wall >= cpu - 0.02
+
+
+def test_reproduction_tasks_are_never_cheaper_than_the_floor_nor_split_finer_than_the_default():
+    """``sweep_chunk_runs``: every task of a cheap sweep carries at least ``MIN_TASK_COST``
+    (or all of a point's runs), a costly sweep keeps the sweep layer's default, and the
+    chunking is a function of the spec (a re-run finds the same shards)."""
+    from attnsignal.reproduce.scheduler import MIN_TASK_COST, sweep_chunk_runs
+    from attnsignal.sweep.tasks import default_chunk
+
+    step = StepSize(eta0=0.04, k0=100.0, power=0.75)
+    cheap = SweepSpec.from_dict(sweep_spec(ModelConfig(d=4, n_informative=20, n_nuisance=20,
+                                                       theta=1.5), step, seed=1, runs=200,
+                                           steps=300, record_every=30))
+    k = sweep_chunk_runs(cheap)
+    tasks = plan_tasks(cheap, ".", k)
+    assert len(tasks) < len(plan_tasks(cheap, ".", None))  # fewer than the default's 29
+    assert all(task_cost(t) >= MIN_TASK_COST or t.runs == 200 for t in tasks[:-1])
+    assert sweep_chunk_runs(SweepSpec.from_dict(cheap.to_dict())) == k
+    costly = SweepSpec.from_dict(sweep_spec(ModelConfig(d=100, n_informative=500,
+                                                        n_nuisance=10_000, theta=0.25),
+                                            step, seed=1, runs=30, steps=80_000,
+                                            record_every=1000))
+    assert sweep_chunk_runs(costly) == default_chunk(30, 1)
+
+
+def test_the_chunking_leaves_the_sweep_frame_bit_identical(tmp_path):
+    """A sweep run with the reproduction's chunking and with the default one: equal frames."""
+    from attnsignal.reproduce.scheduler import sweep_chunk_runs
+
+    spec = SweepSpec.from_dict(sweep_spec(ModelConfig(d=4, n_informative=3, n_nuisance=5,
+                                                      theta=1.0),
+                                          StepSize(eta0=0.05, k0=50.0, power=0.75), seed=3,
+                                          runs=12, steps=40, record_every=10))
+    k = sweep_chunk_runs(spec)
+    assert len(plan_tasks(spec, ".", k)) < len(plan_tasks(spec, ".", None))  # a coarser split
+    run_sweep(spec, tmp_path / "a", executor="serial", progress=False)
+    run_sweep(spec, tmp_path / "b", executor="serial", chunk_runs=k, progress=False)
+    pd.testing.assert_frame_equal(load_sweep(tmp_path / "a"), load_sweep(tmp_path / "b"))

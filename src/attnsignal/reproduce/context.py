@@ -221,15 +221,19 @@ class ExperimentContext:
 
     def _run_sweep(self, name: str, spec: dict[str, Any], queued: threading.Event) -> SweepData:
         from ..sweep import SweepSpec, load_sweep, run_sweep
+        from ..sweep.store import MANIFEST
         from ..sweep.tasks import plan_tasks
+        from .scheduler import sweep_chunk_runs
 
         sp = SweepSpec.from_dict(spec)
         sh = self.shared
         # one store per distinct spec: a changed plan never collides with an old store, and
         # the same plan resumes where it stopped
         store = sh.data / f"{name}-{sp.identity()[:12]}"
+        # tasks of at least MIN_TASK_COST (a store begun before keeps its own chunking)
+        chunk = None if (store / MANIFEST).exists() else sweep_chunk_runs(sp)
         if sh.on_tasks is not None:
-            sh.on_tasks(len(plan_tasks(sp, store, None)))
+            sh.on_tasks(len(plan_tasks(sp, store, chunk)))
 
         def on_task(task: Any, outcome: Any) -> None:
             with sh.lock:
@@ -243,7 +247,7 @@ class ExperimentContext:
             queued.set()
         workers = None if sh.pool is not None or sh.executor == "serial" else sh.workers
         report = run_sweep(sp, store, executor=executor, scheduler=sh.scheduler,
-                           workers=workers, progress=False, on_task=on_task)
+                           workers=workers, chunk_runs=chunk, progress=False, on_task=on_task)
         if sh.on_task is not None and report.skipped:
             sh.on_task(report.skipped)
         if report.failed:

@@ -113,6 +113,36 @@ def chain_cost(model: ModelConfig, runs: int, steps: int, batch: int = 1) -> flo
     return float(runs) * steps * batch * (model.n_tokens + CHAIN_UPDATE_OVERHEAD)
 
 
+#: The least work of one task of the reproduction's sweeps, in :func:`task_cost` units (about
+#: 10 ns each for the chain on these machines, so ≈ 0.2 s): beside its simulation a task costs
+#: its own ≈ 20 ms (the spec shipped to a worker, the engine set up, the shard encoded,
+#: checksummed and written, the manifest updated), which the sweeps' default of about 32
+#: tasks each made most of E5's and E3's pool time.
+MIN_TASK_COST = 2e7
+
+
+def sweep_chunk_runs(spec: Any) -> int:
+    """Runs per task for a reproduction sweep of ``spec``: the sweep layer's default
+    (:func:`~attnsignal.sweep.tasks.default_chunk`, about 32 tasks), raised until even the
+    costliest point's tasks cost at least :data:`MIN_TASK_COST` — never above a point's runs.
+    A function of the spec only, so a re-run finds the same shards; the results do not
+    depend on it (run ``r`` of point ``p`` draws from its own stream)."""
+    import math
+
+    from ..sweep.tasks import default_chunk, plan_tasks
+
+    k = 1
+    per_run = 0.0
+    for t in plan_tasks(spec, ".", None):
+        k = max(k, t.runs)
+        per_run = max(per_run, task_cost(t) / t.runs)
+    most = max(p.run.runs for p in spec.points())
+    k = max(k, default_chunk(most, spec.n_points))
+    if per_run > 0:
+        k = max(k, math.ceil(MIN_TASK_COST / per_run))
+    return min(k, most)
+
+
 #: The groups of compiled kernels a pool worker loads before its first task, each compiled
 #: (cold cache) or loaded (warm) by :func:`warm_kernels`; they share no compiled function.
 KERNEL_GROUPS = ("chain", "effective")
