@@ -260,3 +260,25 @@ def test_the_chunking_leaves_the_sweep_frame_bit_identical(tmp_path):
     run_sweep(spec, tmp_path / "a", executor="serial", progress=False)
     run_sweep(spec, tmp_path / "b", executor="serial", chunk_runs=k, progress=False)
     pd.testing.assert_frame_equal(load_sweep(tmp_path / "a"), load_sweep(tmp_path / "b"))
+
+
+def test_a_store_keeps_its_chunking_and_a_new_one_gets_the_reproductions(tmp_path):
+    """``store_chunk_runs``: a new store gets ``sweep_chunk_runs``; a store with a manifest
+    keeps its chunking (also the default's ``None``), so the task count reported for a
+    resumed sweep is the one it runs; an unreadable manifest falls back to the
+    reproduction's."""
+    from attnsignal.reproduce.context import store_chunk_runs
+    from attnsignal.reproduce.scheduler import sweep_chunk_runs
+
+    spec = SweepSpec.from_dict(sweep_spec(ModelConfig(d=4, n_informative=3, n_nuisance=5,
+                                                      theta=1.0),
+                                          StepSize(eta0=0.05, k0=50.0, power=0.75), seed=3,
+                                          runs=12, steps=40, record_every=10))
+    k = sweep_chunk_runs(spec)
+    assert store_chunk_runs(spec, tmp_path / "new") == k
+    run_sweep(spec, tmp_path / "mine", executor="serial", chunk_runs=k, progress=False)
+    assert store_chunk_runs(spec, tmp_path / "mine") == k
+    run_sweep(spec, tmp_path / "old", executor="serial", progress=False)
+    assert store_chunk_runs(spec, tmp_path / "old") is None
+    (tmp_path / "old" / "sweep.json").write_text("{not json")
+    assert store_chunk_runs(spec, tmp_path / "old") == k

@@ -49,3 +49,14 @@ def loaded(names: tuple[str, ...]) -> dict[str, bool]:
     import sys
 
     return {n: n in sys.modules for n in names}
+
+
+def threads_in_a_worker() -> tuple[int, int]:
+    """``compute_threads()`` and numba's thread count after a worker's one-thread set-up."""
+    import numba
+
+    from attnsignal.engines.base import compute_threads
+    from attnsignal.sweep.tasks import _single_thread
+
+    _single_thread()
+    return compute_threads(), numba.get_num_threads()

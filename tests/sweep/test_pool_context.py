@@ -36,3 +36,12 @@ def test_the_reproduction_pool_preloads_its_worker_start_up():
         assert pool._initializer is _init_worker
     finally:
         pool.shutdown()
+
+
+def test_a_forked_worker_with_numba_preloaded_counts_one_compute_thread():
+    """numba is imported before the worker's set-up (the forkserver preloaded it): the
+    set-up still leaves one numba thread, and the engines' memory estimate counts one."""
+    from sweep_helpers import threads_in_a_worker
+
+    with ProcessPoolExecutor(1, mp_context=pool_context()) as ex:
+        assert ex.submit(threads_in_a_worker).result() == (1, 1)

@@ -221,17 +221,14 @@ class ExperimentContext:
 
     def _run_sweep(self, name: str, spec: dict[str, Any], queued: threading.Event) -> SweepData:
         from ..sweep import SweepSpec, load_sweep, run_sweep
-        from ..sweep.store import MANIFEST
         from ..sweep.tasks import plan_tasks
-        from .scheduler import sweep_chunk_runs
 
         sp = SweepSpec.from_dict(spec)
         sh = self.shared
         # one store per distinct spec: a changed plan never collides with an old store, and
         # the same plan resumes where it stopped
         store = sh.data / f"{name}-{sp.identity()[:12]}"
-        # tasks of at least MIN_TASK_COST (a store begun before keeps its own chunking)
-        chunk = None if (store / MANIFEST).exists() else sweep_chunk_runs(sp)
+        chunk = store_chunk_runs(sp, store)
         if sh.on_tasks is not None:
             sh.on_tasks(len(plan_tasks(sp, store, chunk)))
 
@@ -259,6 +256,23 @@ class ExperimentContext:
         with self.shared.lock:
             self.timing.io += time.perf_counter() - t
         return SweepData(name, sp, frame)
+
+
+def store_chunk_runs(spec: Any, store: Path) -> int | None:
+    """Runs per task for the reproduction's sweep ``spec`` in ``store``: those of the store's
+    manifest where one is readable (a store begun before keeps its chunking, ``None`` being
+    the sweep layer's default), else :func:`~attnsignal.reproduce.scheduler.sweep_chunk_runs`
+    (tasks of at least ``MIN_TASK_COST``; an unreadable manifest's shards are recovered from
+    their sidecars under it). The task count it gives is the one the sweep will run."""
+    from ..sweep.store import MANIFEST, SweepStoreError, read_manifest
+    from .scheduler import sweep_chunk_runs
+
+    if (store / MANIFEST).exists():
+        try:
+            return read_manifest(store).get("chunk_runs")
+        except SweepStoreError:
+            pass
+    return sweep_chunk_runs(spec)
 
 
 class _Queued:

@@ -122,11 +122,13 @@ MIN_TASK_COST = 2e7
 
 
 def sweep_chunk_runs(spec: Any) -> int:
-    """Runs per task for a reproduction sweep of ``spec``: the sweep layer's default
-    (:func:`~attnsignal.sweep.tasks.default_chunk`, about 32 tasks), raised until even the
-    costliest point's tasks cost at least :data:`MIN_TASK_COST` — never above a point's runs.
-    A function of the spec only, so a re-run finds the same shards; the results do not
-    depend on it (run ``r`` of point ``p`` draws from its own stream)."""
+    """Runs per task for a reproduction sweep of ``spec`` (one number for all its points):
+    the sweep layer's default (:func:`~attnsignal.sweep.tasks.default_chunk`, about 32
+    tasks), raised until the tasks of the point with the costliest run cost at least
+    :data:`MIN_TASK_COST` — never above a point's runs. A cheaper point's tasks may cost less
+    (in the reproduction's sweeps of several points, E2 and E3, the points differ by up to
+    10× per run). A function of the spec only, so a re-run finds the same shards; the
+    results do not depend on it (run ``r`` of point ``p`` draws from its own stream)."""
     import math
 
     from ..sweep.tasks import default_chunk, plan_tasks

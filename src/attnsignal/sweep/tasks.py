@@ -150,12 +150,13 @@ def _single_thread() -> None:
     from .._blas import set_blas_threads
 
     set_blas_threads(1)
+    # the environment for a numba imported later and for compute_threads() (the engines'
+    # memory estimate); a numba already imported (a forkserver's preload) takes the call
+    os.environ["NUMBA_NUM_THREADS"] = "1"
     if "numba" in sys.modules:
         import numba
 
         numba.set_num_threads(1)
-    else:
-        os.environ["NUMBA_NUM_THREADS"] = "1"
 
 
 def run_task(task: Task) -> TaskOutcome:
