@@ -133,13 +133,9 @@ def sweep_chunk_runs(spec: Any) -> int:
 
     from ..sweep.tasks import default_chunk, plan_tasks
 
-    k = 1
-    per_run = 0.0
-    for t in plan_tasks(spec, ".", None):
-        k = max(k, t.runs)
-        per_run = max(per_run, task_cost(t) / t.runs)
+    per_run = max(task_cost(t) / t.runs for t in plan_tasks(spec, ".", None))
     most = max(p.run.runs for p in spec.points())
-    k = max(k, default_chunk(most, spec.n_points))
+    k = default_chunk(most, spec.n_points)  # at least every point's default chunk
     if per_run > 0:
         k = max(k, math.ceil(MIN_TASK_COST / per_run))
     return min(k, most)

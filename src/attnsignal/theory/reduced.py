@@ -376,13 +376,14 @@ def _pool_kernel(rhos, a, b, zeta, chi, chi_p, eps, theta, beta, R, out, pos):  
                 # v_j = c_N e_j (w · (x, y, z, e, 1)) with w = (A, H, k_z, κ, −F)
                 kap = cN * ka
                 nF = -F
-                qv = (A * A * M[14] + H * H * M[16] + kz * kz * M[19] + kap * kap * M[24]
-                      + F * F * M[10]
-                      + 2.0 * (A * H * M[15] + A * kz * M[17] + A * kap * M[21] + A * nF * M[11]
-                               + H * kz * M[18] + H * kap * M[22] + H * nF * M[12]
-                               + kz * kap * M[23] + kz * nF * M[13] + kap * nF * M[20]))
+                # the diagonal terms (each ≥ 0: the scale the cancellation is judged against),
+                # then the cross terms
                 scale = (A * A * M[14] + H * H * M[16] + kz * kz * M[19] + kap * kap * M[24]
                          + F * F * M[10])
+                qv = scale + 2.0 * (A * H * M[15] + A * kz * M[17] + A * kap * M[21]
+                                    + A * nF * M[11] + H * kz * M[18] + H * kap * M[22]
+                                    + H * nF * M[12] + kz * kap * M[23] + kz * nF * M[13]
+                                    + kap * nF * M[20])
                 if qv >= _NUISANCE_COND * scale:
                     Gq += cN * (A * M[4] + H * M[5] + kz * M[7] + kap * M[11] + nF * M[1])
                     Ge += cN * (A * M[5] + H * M[6] + kz * M[8] + kap * M[12] + nF * M[2])
