@@ -93,12 +93,24 @@ def test_capabilities_decide_whether_q_exists(engine):
             asg.simulate(MODEL, STEP, steps=2, runs=2, engine=engine, record_q=True)
 
 
-def test_run_config_accepts_exactly_the_registered_engines():
+def test_an_engine_name_is_checked_by_the_config_and_resolved_by_the_registry():
     for name in engine_names():
         assert asg.RunConfig(steps=1, engine=name).engine == name
-    with pytest.raises(ConfigError, match=r"^engine: must be one of 'literal', 'projected', "
-                                          r"'chain'.*; got 'fast'$"):
-        asg.RunConfig(steps=1, engine="fast")
+    assert asg.RunConfig(steps=1, engine="fast").engine == "fast"  # a name; not resolved here
+    with pytest.raises(ConfigError, match=r"^engine: must be an engine name \(letters"):
+        asg.RunConfig(steps=1, engine="no such engine")
+    listed = r"^engine: must be one of 'literal', 'projected', 'chain'.*; got 'fast'$"
+    with pytest.raises(ConfigError, match=listed):
+        asg.simulate(MODEL, STEP, steps=1, engine="fast")
+    from attnsignal.sweep import SweepSpec
+
+    spec = {"sweep": {"steps": 1, "engine": "fast"}, "model": MODEL.to_dict(),
+            "step": STEP.to_dict()}
+    with pytest.raises(ConfigError, match=listed.replace("^engine", "^sweep.engine")):
+        SweepSpec.from_dict(spec)
+    spec["grid"] = {"sweep.engine": ["chain", "fast"]}
+    with pytest.raises(ConfigError, match=listed.replace("^engine", "^grid.sweep.engine")):
+        SweepSpec.from_dict(spec)
 
 
 class _Frozen(Engine):

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from attnsignal.config import ModelConfig, StepSize
-from attnsignal.reproduce import Plan, reproduce
+from attnsignal.reproduce import Plan, experiment_names, reproduce
 from attnsignal.reproduce.e1_headline import E1
 from attnsignal.reproduce.e2_robustness import E2
 from attnsignal.reproduce.e3_filtering import E3
@@ -82,7 +82,8 @@ def test_reduced_reproduction_writes_every_section_and_figure(reduced):
         assert f"figures/{f}.png" in md
     html = (out / "report.html").read_text()
     # self-contained: every figure embedded, no link to a PNG on disk
-    assert html.count("data:image/png;base64,") == len(FIGURES)
+    assert html.count("data:image/png;base64,") == len(set(re.findall(r"figures/[\w.-]+\.png",
+                                                                     md))) >= len(FIGURES)
     first = re.split(r"['\"]", html.split("data:image/png;base64,", 1)[1], maxsplit=1)[0]
     assert base64.b64decode(first)[:8] == b"\x89PNG\r\n\x1a\n"
     assert not re.search(r"src=['\"]figures/", html)
@@ -135,12 +136,15 @@ def test_each_section_reports_what_the_paper_asks_for(reduced):
 def test_claims_table_parses_and_matches_claims_json(reduced):
     out, res = reduced
     rows = _claims_rows((out / "report.md").read_text())
-    # five claims of the paper, the literal spot check and the effective-dynamics check
-    assert len(rows) == 7
-    assert all(r[0].startswith("Check of this implementation (not a claim of the paper)")
-               for r in rows[-2:])
-    assert "effective dynamics tracks the simulated mean |ρ|" in rows[-1][0].replace("\\|", "|")
-    assert "d = 60" in rows[-1][0] and "+ 3 SE at every record" in rows[-1][2]
+    # the claims of the paper, then the checks of this implementation (E1's literal spot
+    # check and effective-dynamics check among them)
+    assert len(rows) == len(res.claims) >= 7
+    checks = [r[0].startswith("Check of this implementation (not a claim of the paper)")
+              for r in rows]
+    assert checks == sorted(checks) and sum(checks) >= 2
+    eff = next(r for r in rows
+               if "effective dynamics tracks the simulated mean |ρ|" in r[0].replace("\\|", "|"))
+    assert "d = 60" in eff[0] and "+ 3 SE at every record" in eff[2]
     for claim, measured, tolerance, verdict in rows:
         assert claim and measured and tolerance
         assert VERDICT.match(verdict), verdict
@@ -274,7 +278,7 @@ def test_profile_accounts_for_every_experiment(reduced):
     out, res = reduced
     assert (out / "profile.json").is_file()  # (a later test's resumed run rewrites it)
     prof = res.profile
-    assert set(prof["experiments"]) == {"E1", "E2", "E3", "E4", "E5", "E6"}
+    assert set(prof["experiments"]) == set(experiment_names())
     for e in prof["experiments"].values():
         assert 0 <= e["start"] <= e["end"] <= prof["total_wall"] + 1e-6
         assert e["tasks"] >= 1 and e["worker_seconds"] > 0
@@ -303,6 +307,7 @@ def test_a_bad_plan_fails_with_one_line_naming_the_field(make, field):
 
 
 def test_registry_plans_are_valid_and_dependencies_come_first():
+    from attnsignal.config import ConfigError
     from attnsignal.reproduce import EXPERIMENTS, get_experiment
 
     seen = set()
@@ -313,7 +318,7 @@ def test_registry_plans_are_valid_and_dependencies_come_first():
         seen.add(exp.name)
     assert Plan.quick().section(E3).runs < Plan.full().section(E3).runs
     assert Plan.full().section(E5).schedule.k0 == 100.0  # a schedule object, not loose fields
-    with pytest.raises(KeyError):
+    with pytest.raises(ConfigError, match=r"^experiment: must be one of 'E1', .*; got 'E0'$"):
         get_experiment("E0")
 
 
@@ -375,3 +380,48 @@ def test_bad_executor_combinations_fail_before_anything_is_written(argv, field, 
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and err.startswith(f"attnsignal: error: {field}"), err
     assert not (tmp_path / "r").exists()
+
+
+def test_only_runs_the_named_experiments_and_those_they_need(reduced, tmp_path):
+    """``only=["E3"]``: E3 and E1 (which it needs) run — resumed from a copy of the reduced
+    reproduction's stores — and the report, the claims and the measurements hold them only."""
+    import shutil
+
+    from attnsignal.reproduce import get_experiment
+
+    out, _ = reduced
+    shutil.copytree(out / "data", tmp_path / "data")
+    res = reproduce(tmp_path, plan=tiny_plan(), only=["E3"], progress=False, log=lambda s: None)
+    assert set(res.measurements) == {"E1", "E3"}
+    plan = tiny_plan()
+    expected = sum(len(e.claims(plan.section(e), res.measurements[e.name]))
+                   for e in map(get_experiment, ("E1", "E3")))
+    assert len(res.claims) == expected
+    md = (tmp_path / "report.md").read_text()
+    heads = [ln[3:] for ln in md.splitlines() if ln.startswith("## ")]
+    assert any(h.startswith("E1") for h in heads) and any(h.startswith("E3") for h in heads)
+    assert not any(h.startswith(("E2", "E4", "E5", "E6")) for h in heads)
+    assert "Experiments run: E1, E3" in md
+    meas = json.loads((tmp_path / "measurements.json").read_text())
+    assert {"E1", "E3"} <= set(meas) and not {"E2", "E4", "E5", "E6"} & set(meas)
+
+
+def test_cli_only_refuses_an_unknown_experiment_and_the_help_lists_them(tmp_path, capsys):
+    import subprocess
+    import sys
+
+    from attnsignal.cli import main
+    from attnsignal.reproduce import EXPERIMENTS
+
+    assert main(["reproduce", "--quick", "--only", "E1,E99", "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("attnsignal: error: only: must be") and "'E1'" in err
+    assert len(err.splitlines()) == 1 and not (tmp_path / "r").exists()
+    assert main(["reproduce", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    for exp in EXPERIMENTS:
+        assert " ".join(exp.title.split()) in text
+    # the root help shows the short help without importing the experiments
+    code = ("import sys; from attnsignal.cli import main; main(['--help']); "
+            "sys.exit('attnsignal.reproduce.registry' in sys.modules)")
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True).returncode == 0

@@ -29,7 +29,7 @@ from rich.table import Table
 from ..config import ConfigError, NotRobbinsMonroWarning, RunConfig
 from ..paths import check_output_dir
 from ..validation import Integer, OneOf, Real, Sequence
-from . import UsageFailure, app
+from ._app import UsageFailure, app
 from ._common import (
     MODEL_FIELDS, STEP_FIELDS, build_configs, config_options, console, fmt, load_toml, option,
     option_value, out, progress_bar,

@@ -401,6 +401,21 @@ class E1Headline(Experiment[E1Plan, E1Measurements]):
             ),
         ]
 
+    def example_measurements(self, p: E1Plan) -> E1Measurements:
+        """Measurements that pass every claim (the claims tests start from them)."""
+        return E1Measurements.of(
+            seed=2606, runs=p.runs, mean_final_abs=0.9971, sd_final_abs=0.001,
+            min_final_abs=0.995, fraction_plus=0.5, ode_gap=0.05, d1000_ode_gap=0.3,
+            measured_samples_d100=60_000.0, measured_samples_d1000=float("nan"),
+            d1000_mean_final_abs=0.9, d1000_sd_final_abs=0.01, d1000_min_final_abs=0.88,
+            d1000_fraction_plus=0.5, pred_samples_d100=50_000.0, pred_samples_d1000=900_000.0,
+            literal_seed=2607, literal_mean_abs=0.2, chain_check_seed=2608,
+            chain_check_runs=p.chain_check_runs, chain_check_mean_abs=0.2, literal_z=0.7,
+            literal_seconds_per_sample=0.02, chain_seconds_per_sample=2e-4, ode_gap_se=0.01,
+            d1000_ode_gap_se=0.005, effective_gap=0.012, effective_gap_se=0.006,
+            effective_excess=-0.006, d1000_effective_gap=0.006, d1000_effective_gap_se=0.003,
+            d1000_effective_excess=-0.003, effective_seconds=10.0, d1000_effective_seconds=5.0)
+
 
 E1 = E1Headline()
 

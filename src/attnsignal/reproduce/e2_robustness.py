@@ -193,5 +193,9 @@ class E2Robustness(Experiment[E2Plan, E2Measurements]):
             passed(ok),
         )]
 
+    def example_measurements(self, p: E2Plan) -> E2Measurements:
+        """Measurements that pass every claim (the claims tests start from them)."""
+        return E2Measurements.of(seed=2626, weak_mean_final_abs=0.993, min_mean_final_abs=0.992)
+
 
 E2 = E2Robustness()

@@ -236,5 +236,15 @@ class E3Filtering(Experiment[E3Plan, E3Measurements]):
             verdict,
         )]
 
+    def example_measurements(self, p: E3Plan) -> E3Measurements:
+        """Measurements that pass every claim (the claims tests start from them): E1's
+        model as the weak case, its mass at the prediction ``p(1)``."""
+        weak = E1.Plan.full().model
+        p1 = float(mass_prediction(weak, 1.0))
+        return E3Measurements.of(
+            seed=2636, mass_weak=p1, mass_weak_predicted=p1, mass_dense=0.97,
+            max_nuisance_dense=1e-4, dense_theta=max(p.thetas), dense_density=max(p.densities),
+            weak_final_abs=0.997, weak_model=weak)
+
 
 E3 = E3Filtering()

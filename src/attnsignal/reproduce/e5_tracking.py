@@ -243,5 +243,15 @@ class E5Tracking(Experiment[E5Plan, E5Measurements]):
         )
         return sec
 
+    def example_measurements(self, p: E5Plan) -> E5Measurements:
+        """Measurements of the kind E5 reports (it checks no claim)."""
+        n = len(p.eta0s)
+        gaps = [0.08 / 2 ** i for i in range(n)]
+        return E5Measurements.of(
+            seed=2656, sa_seed=2657, gaps=gaps, gap_shrinks=True, smallest_gap=gaps[-1],
+            window_first=0.1, window_last=0.05, steps_to_T=[100 * 2 ** i for i in range(n)],
+            effective_gaps=[0.005] * n, effective_gap_se=[0.003] * n,
+            effective_excess=[-0.004] * n, ode_excess=[g - 0.01 for g in gaps])
+
 
 E5 = E5Tracking()

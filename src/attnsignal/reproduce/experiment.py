@@ -37,6 +37,7 @@ How to add an experiment (one module plus one line)
            def figures(self, p, m, fig_dir): ...
            def report_section(self, p, m, fig_dir): ...
            def claims(self, p, m): ...
+           def example_measurements(self, p): ...   # numbers under which the claims hold
 
 2. Append ``E6Baselines()`` to ``EXPERIMENTS`` in :mod:`attnsignal.reproduce.registry`.
 
@@ -136,6 +137,13 @@ class Measurements:
         return {f.name: _jsonable(getattr(self, f.name)) for f in fields(self)
                 if not f.metadata.get("data")}
 
+    @classmethod
+    def of(cls, **values: Any):
+        """Measurements with the given values; the data fields not given are None (the claims
+        read numbers only: :meth:`Experiment.example_measurements`)."""
+        data = {f.name: None for f in fields(cls) if f.metadata.get("data")}
+        return cls(**{**data, **values})
+
 
 def _jsonable(x: Any) -> Any:
     if isinstance(x, Mapping):
@@ -193,6 +201,13 @@ class Experiment(ABC, Generic[P, M]):
     def claims(self, p: P, m: M) -> list["ClaimResult"]:
         """The claims this experiment checks (none by default)."""
         return []
+
+    def example_measurements(self, p: P) -> M:
+        """Measurements (numbers only, :meth:`Measurements.of`) under which every claim of
+        this experiment holds with plan section ``p``'s tolerances, in both modes. The claims
+        tests start from them for every registered experiment, and move one number at a time
+        to show that each claim can fail: a registered experiment must give them."""
+        raise NotImplementedError(f"{self.name}: example_measurements is not implemented")
 
     def __repr__(self) -> str:
         return f"<experiment {self.name}>"

@@ -36,13 +36,14 @@ from typing import Any, Callable
 
 from .._blas import single_blas_thread
 from .._version import __version__
-from ..claims import CLAIMS_HEADER, ClaimResult, check_claims, claims_failed, claims_table_rows
+from ..claims import CLAIMS_HEADER, ClaimResult, claims_failed, claims_table_rows
 from ..report import Report, Section
 from ..results import atomic_write
+from .claims import check_claims
 from .context import ExperimentContext, Shared
 from .experiment import Experiment, Measurements
 from .plan import Plan
-from .registry import EXPERIMENTS
+from .registry import EXPERIMENTS, select
 
 __all__ = ["reproduce", "ReproductionResult", "ExperimentError"]
 
@@ -106,20 +107,25 @@ def reproduce(
     *,
     quick: bool = False,
     plan: Plan | None = None,
+    only: Any = None,
     executor: str = "local",
     scheduler: str | None = None,
     workers: int | None = None,
     progress: bool = True,
     log: Callable[[str], None] = print,
 ) -> ReproductionResult:
-    """Run every experiment, check the claims and write the report. See the module
-    docstring. ``plan`` defaults to ``Plan.quick()`` with ``quick``, else ``Plan.full()``."""
+    """Run the experiments, check their claims and write the report. See the module
+    docstring. ``plan`` defaults to ``Plan.quick()`` with ``quick``, else ``Plan.full()``.
+    ``only``: names of the experiments to run (``["E1", "E3"]``; default: every registered
+    one) — the experiments they ``need`` run too; the report, the claims and
+    ``measurements.json`` hold those that ran. Raises ConfigError for an unknown name."""
     from ..sweep.runner import check_executor_options
     from .scheduler import SharedPool
 
     # the sweep layer's own validator, before anything is written
     check_executor_options(executor, scheduler, workers)
     _check_registry()
+    experiments = select(only)
     t_start, cpu_start = time.perf_counter(), time.process_time()
     plan = plan or (Plan.quick() if quick else Plan.full())
     out = Path(out)
@@ -136,9 +142,9 @@ def reproduce(
     # threads spin on this process's small products (attnsignal._blas)
     with single_blas_thread():
         try:
-            for exp in EXPERIMENTS:
+            for exp in experiments:
                 shared.results[exp.name] = Future()
-            for exp in EXPERIMENTS:
+            for exp in experiments:
                 th = threading.Thread(target=_run_one, name=f"experiment-{exp.name}",
                                       args=(exp, plan, shared, sections, log), daemon=True)
                 th.start()
@@ -148,20 +154,22 @@ def reproduce(
             if shared.failures:
                 (name, exc), rest = shared.failures[0], shared.failures[1:]
                 raise ExperimentError(name, exc, [n for n, _ in rest]) from exc
-            measurements = {e.name: shared.results[e.name].result() for e in EXPERIMENTS}
+            measurements = {e.name: shared.results[e.name].result() for e in experiments}
             worker_cpu = pool.worker_cpu_seconds() if pool is not None else None
         finally:
             bar.close()
             if pool is not None:
                 pool.shutdown()
     t_io = time.perf_counter()
-    claims = check_claims(plan, measurements)
+    claims = check_claims(plan, measurements, experiments)
     total = time.perf_counter() - t_start
 
+    ran = ("" if len(experiments) == len(EXPERIMENTS) else
+           "Experiments run: " + ", ".join(e.name for e in experiments) + " (--only). ")
     rep = Report(
         title="attnsignal — reproduction of “Asymptotic Signal Subspace Recovery in Softmax "
               "Attention Models” (arXiv 2606.22406)",
-        intro=(f"Mode: **{plan.mode}** · attnsignal {__version__} · "
+        intro=(ran + f"Mode: **{plan.mode}** · attnsignal {__version__} · "
                f"seed {plan.seed} · Python {platform.python_version()} · wall time {total:.0f} s. "
                + ("Quick mode uses fewer runs and steps and the looser tolerances shown in the "
                   "claims table; run without --quick for the paper's figures." if plan.is_quick
@@ -169,9 +177,9 @@ def reproduce(
     )
     cs = rep.section("Claims of the paper, checked")
     cs.table(claims_table_rows(claims), header=CLAIMS_HEADER)
-    for exp in EXPERIMENTS:
+    for exp in experiments:
         rep.sections.append(sections[exp.name])
-    timings = {e.name: shared.timings[e.name].wall for e in EXPERIMENTS} | {"total": total}
+    timings = {e.name: shared.timings[e.name].wall for e in experiments} | {"total": total}
     tm = rep.section("Timings")
     tm.table([[k, f"{v:.1f} s"] for k, v in timings.items()], header=["stage", "wall time"])
     tm.para("The experiments run side by side on one process pool, so their wall times overlap; "

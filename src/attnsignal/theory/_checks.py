@@ -68,6 +68,12 @@ class _Side(Constraint):
     def describe(self) -> str:
         return "must be 1 or -1"
 
+    def examples(self) -> tuple[object, ...]:
+        return (1, -1)
+
+    def counterexamples(self) -> tuple[object, ...]:
+        return (0, 2, True, 1.0, "1")
+
 
 SIDE = _Side()
 
