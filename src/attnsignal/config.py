@@ -17,12 +17,23 @@ Objects
 ``StepSize``     ``η_k = η0 (1 + k/k0)^(−power)`` and the other schedule families (defined in
                  :mod:`attnsignal.schedules`, re-exported here).
 ``RunConfig``    how a simulation is run: steps, runs, minibatch, engine, update rule, seed...
+
+Variants
+--------
+The fields of the model and the run that take one of a fixed set of values
+(``signal_sign``, ``update``, ...: :func:`variant_fields`) are the axes along which the model
+varies. Whatever computes from a model — each engine (``Capabilities.supports``), the theory
+layer, the baselines — declares what it covers along them as ``supports``, a mapping
+``{field: values}``, and :func:`check_supported` (the one check) refuses anything else before
+any work; a field it does not list accepts only its default. So a new variant is a new value
+(or field) here and the one engine that implements it: everything else refuses it with one
+line, ``noise: must be 'gaussian' for the 'chain' engine; got 'student_t'``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import MISSING, dataclass, field, fields, replace
+from typing import Any, Iterable, Mapping
 
 from .records import RECORD, check_records
 from .schedules import (
@@ -30,7 +41,7 @@ from .schedules import (
     schedule_from_dict,
 )
 from .validation import (
-    Config, ConfigError, Integer, Name, OneOf, Optional, Real, validate_fields,
+    Config, ConfigError, Instance, Integer, Name, OneOf, Optional, Real, validate_fields,
 )
 
 __all__ = [
@@ -46,6 +57,10 @@ __all__ = [
     "RunConfig",
     "UPDATES",
     "SIGNAL_SIGNS",
+    "variant_fields",
+    "check_supports",
+    "check_supported",
+    "SupportedModel",
 ]
 
 UPDATES = ("projected", "riemannian")
@@ -196,3 +211,77 @@ def int_ge(lo: int) -> tuple[Any, str, Any]:
     is built from ``validation.Integer(ge=lo)``, the one source of the rule and its words)."""
     c = Integer(ge=lo)
     return (c.accepts, c.describe(), int)
+
+
+# --------------------------------------------------------------------------- variants
+
+
+def variant_fields() -> dict[str, tuple[tuple[str, ...], str]]:
+    """``{field: (values, default)}`` for every field of :class:`ModelConfig` and
+    :class:`RunConfig` whose constraint is a fixed set of values (a ``OneOf``): the axes a
+    ``supports`` declaration speaks of (read from the tables, so a new field is one)."""
+    out: dict[str, tuple[tuple[str, ...], str]] = {}
+    for cls in (ModelConfig, RunConfig):
+        defaults = {f.name: f.default for f in fields(cls) if f.default is not MISSING}
+        for name, c in cls._table.items():
+            if isinstance(c, OneOf) and c.fixed and name in defaults:
+                out[name] = (tuple(c.choices), defaults[name])
+    return out
+
+
+def check_supports(supports: Mapping[str, Iterable[str]]) -> dict[str, tuple[str, ...]]:
+    """A ``supports`` declaration as a plain dict of tuples. Raises ``TypeError`` (a
+    programming error, at declaration) for a key that is not a variant field or a value the
+    field does not have."""
+    axes = variant_fields()
+    out: dict[str, tuple[str, ...]] = {}
+    for name, values in dict(supports).items():
+        if name not in axes:
+            raise TypeError(f"supports: {name!r} is not a variant field of the model or the "
+                            f"run ({', '.join(axes)})")
+        vals = tuple(values)
+        unknown = [v for v in vals if v not in axes[name][0]]
+        if unknown:
+            raise TypeError(f"supports: {name} has no value {unknown[0]!r} "
+                            f"({', '.join(map(repr, axes[name][0]))})")
+        out[name] = vals
+    return out
+
+
+def check_supported(who: str, supports: Mapping[str, Iterable[str]], *,
+                    model: Any = None, run: Any = None, **values: Any) -> None:
+    """Refuse, in one line, a variant that ``who`` does not cover.
+
+    For each variant field (:func:`variant_fields`) of ``model`` and ``run`` (whichever is
+    given) and each one passed by name in ``values`` (``update="riemannian"``), the value
+    must be one of ``supports[field]``; a field not listed in ``supports`` accepts only its
+    default. Raises :class:`ConfigError` naming the field, the values ``who`` covers and the
+    value: ``signal_sign: must be 'fixed' for the 'x' engine; got 'random'``."""
+    for name, (_, default) in variant_fields().items():
+        if name in values:
+            value = values[name]
+        else:
+            owner = next((o for o in (model, run) if o is not None and hasattr(o, name)), None)
+            if owner is None:
+                continue
+            value = getattr(owner, name)
+        allowed = tuple(supports.get(name, (default,)))
+        if value not in allowed:
+            text = (repr(allowed[0]) if len(allowed) == 1
+                    else "one of " + ", ".join(map(repr, allowed)))
+            raise ConfigError(name, f"must be {text} for {who}", value)
+
+
+class SupportedModel(Instance):
+    """A :class:`ModelConfig` whose variant fields ``who`` covers (``supports``, checked by
+    :func:`check_supported`): the model argument of a theory or baseline entry point."""
+
+    def __init__(self, supports: Mapping[str, Iterable[str]], who: str, *, doc: str = ""):
+        super().__init__(ModelConfig, doc=doc)
+        self.supports, self.who = check_supports(supports), who
+
+    def check(self, field: str, value: Any) -> Any:
+        value = super().check(field, value)
+        check_supported(self.who, self.supports, model=value)
+        return value
+

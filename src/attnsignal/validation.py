@@ -354,6 +354,11 @@ class OneOf(Constraint):
     def choices(self) -> tuple:
         return tuple(self._source()) if self._source is not None else self._fixed
 
+    @property
+    def fixed(self) -> bool:
+        """Whether the choices are a fixed set (not read from a registry at each check)."""
+        return self._source is None
+
     def _accepts(self, v: Any) -> bool:
         return isinstance(v, str) and v in self.choices
 
@@ -457,7 +462,9 @@ class Optional(Constraint):
             return None
         try:
             return self.c.check(field, value)
-        except ConfigError:
+        except ConfigError as exc:
+            if exc.field != field:  # about a part of the value (a model's variant field)
+                raise
             raise ConfigError(field, self.describe(), value) from None
 
     def describe(self) -> str:
