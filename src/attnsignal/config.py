@@ -41,7 +41,8 @@ from .schedules import (
     schedule_from_dict,
 )
 from .validation import (
-    Config, ConfigError, Instance, Integer, Name, OneOf, Optional, Real, validate_fields,
+    Config, ConfigError, Instance, Integer, Name, OneOf, Optional, Real, Sequence,
+    validate_fields,
 )
 
 __all__ = [
@@ -140,6 +141,10 @@ class RunConfig(Config):
                                    get_engine` (which refuses an unknown one with the list)
     update : "projected" | "riemannian"
     seed : int >= 0                root of ``numpy.random.SeedSequence``
+    spawn_key : tuple of ints >= 0 or None  the runs' key prefix: run ``r`` draws from
+                                   ``SeedSequence(seed, spawn_key=(*spawn_key, r))`` (a sweep's
+                                   runs from ``(*spawn_key, point, r)``); see
+                                   :mod:`attnsignal.seeds`
     record_every : int >= 1 or None  linear records: every this many steps (and the last);
                                    None: ``max(1, steps // 200)``, about 200 records
     initial_alignment : float in [-1, 1] or None  ``ρ0``; None draws ``q0`` uniformly on the
@@ -163,6 +168,7 @@ class RunConfig(Config):
     initial_alignment: float | None = None
     method: str = "sga"
     record: str | tuple[int, ...] | None = field(default=None, metadata={"omit_if_none": True})
+    spawn_key: tuple[int, ...] | None = field(default=None, metadata={"omit_if_none": True})
 
     _section = "run"
     _table = {
@@ -178,10 +184,14 @@ class RunConfig(Config):
                                       "(default: q0 uniform on the sphere)"),
         "method": Name("a method name", doc="attention's SGA ('sga') or a baseline estimator"),
         "record": RECORD,
+        "spawn_key": Optional(Sequence(Integer(ge=0, le=2 ** 64 - 1)),
+                              doc="the runs' seeds: SeedSequence(seed, spawn_key=(*this, run))"),
     }
 
     def __post_init__(self) -> None:
         validate_fields(self, self._table)
+        if self.spawn_key == ():  # no prefix: the same config, and the same hashes, as None
+            object.__setattr__(self, "spawn_key", None)
         if self.record is None and self.record_every is None:
             object.__setattr__(self, "record_every", max(1, self.steps // 200))
         # a listed step beyond `steps`, or record_every with log records (nothing is built)

@@ -255,21 +255,29 @@ def test_sweeps_get_the_executor_options(monkeypatch, tmp_path):
     assert got == [(pool, None, None), ("dask", "tcp://h:8786", None)]
 
 
-def test_every_result_records_the_seed_it_ran_with(reduced):
-    """E4 and E5 once recorded seed 0 while their sweeps ran with plan.seed + 40 / + 50."""
+def test_every_stream_is_keyed_by_its_experiment_and_purpose(reduced):
+    """Every sweep of the reproduction runs with the plan's seed and its own spawn key
+    ``(experiment, purpose, ...)``; the results record both; no two sweeps share a key."""
+    from attnsignal.seeds import spawn_key
+
     out, res = reduced
     m = res.measurements
     assert m["E1"].headline.run.seed == m["E1"].big.run.seed == m["E1"].seed == 7
-    assert (m["E1"].literal_seed, m["E1"].chain_check_seed) == (8, 9)
-    assert m["E2"].seed == 27 and m["E3"].seed == 37
-    assert (m["E4"].seed, m["E4"].boundary_seed) == (47, 48)
-    assert (m["E5"].seed, m["E5"].sa_seed) == (57, 58)
+    assert m["E1"].headline.run.spawn_key == spawn_key("E1", "runs", 20)
+    assert m["E1"].big.run.spawn_key == spawn_key("E1", "runs", 60)
+    keys = {}
+    for manifest in (out / "data").glob("*/sweep.json"):
+        sweep = json.loads(manifest.read_text())["spec"]["sweep"]
+        assert sweep["seed"] == 7, manifest
+        key = tuple(sweep["spawn_key"])
+        assert key not in keys, (manifest, keys.get(key))
+        keys[key] = manifest.parent.name
+    expected = {("E1", "runs", 20), ("E1", "runs", 60), ("E2", "runs"), ("E3", "runs"),
+                ("E4", "uniform"), ("E4", "boundary"), ("E5", "runs", 0), ("E5", "runs", 1),
+                ("E5", "sa"), ("E6", "attention")}
+    assert {spawn_key(*k) for k in expected} <= set(keys)
     stored = json.loads((out / "measurements.json").read_text())
-    assert stored["E4"]["seed"] == 47 and stored["E5"]["sa_seed"] == 58
-    # the seeds the sweep stores were planned with are the ones recorded
-    for name, seed in (("E4", 47), ("E5_sa", 58), ("E2", 27)):
-        manifest = next((out / "data").glob(f"{name}-*/sweep.json"))
-        assert json.loads(manifest.read_text())["spec"]["sweep"]["seed"] == seed
+    assert all(stored[name]["seed"] == 7 for name in ("E1", "E2", "E3", "E4", "E5", "E6"))
 
 
 def test_profile_accounts_for_every_experiment(reduced):
@@ -334,16 +342,12 @@ def test_a_plan_whose_sizes_an_experiment_would_refuse_is_refused_when_built():
     assert full.section(E6).pca_big_runs > 0 and full.section(E1).big_d == 1000
 
 
-def test_e1_sweeps_both_dimensions_at_once_unless_their_runs_differ(reduced):
-    """As many runs at both dimensions: one sweep over d = 100 and 1000; fewer at d = 1000
-    (both plans): a sweep of its own — and the reduced reproduction got them. The runs at
-    d = 100 are grid point 0 either way (the paper's 30 runs keep their seeds)."""
+def test_e1_sweeps_each_dimension_with_its_own_runs(reduced):
     from attnsignal.reproduce.e1_headline import sweep_groups
 
     full, quick = Plan.full().section(E1), Plan.quick().section(E1)
-    assert sweep_groups(replace(full, big_runs=30)) == {"E1": (30, [100, 1000])}
-    assert sweep_groups(full) == {"E1": (30, [100]), "E1_big": (10, [1000])}
-    assert sweep_groups(quick) == {"E1": (6, [100]), "E1_big": (4, [1000])}
+    assert sweep_groups(full) == {"E1": (30, 100), "E1_big": (10, 1000)}
+    assert sweep_groups(quick) == {"E1": (6, 100), "E1_big": (4, 1000)}
     _, res = reduced
     m = res.measurements["E1"]
     assert (m.headline.alignment.shape[0], m.big.alignment.shape[0]) == (4, 3)

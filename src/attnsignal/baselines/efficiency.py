@@ -28,6 +28,7 @@ import pandas as pd
 from ..config import ModelConfig, StepSize
 from ..validation import Boolean, Integer, OneOf, Optional, RealArray, validated
 from ..validation import Sequence as SequenceOf
+from ..seeds import SEED
 from .base import MODEL, method_names
 from .runner import baseline
 from .theory import baseline_theory
@@ -99,7 +100,7 @@ def predicted_samples(model: ModelConfig, method: str, target: float, budget: in
 
 @validated(model=MODEL, target=RealArray(gt=0.0, lt=1.0),
            methods=SequenceOf(OneOf(lambda: ("sga", *method_names())), min_len=1),
-           samples=Optional(Integer(ge=1)), runs=Integer(ge=1), seed=Integer(ge=0),
+           samples=Optional(Integer(ge=1)), runs=Integer(ge=1), seed=SEED,
            records=Integer(ge=2), theory=Boolean(), attention_theory=Boolean(),
            theory_samples=Integer(ge=100), simulate=Boolean())
 def efficiency(

@@ -97,7 +97,6 @@ class E3Filtering(Experiment[E3Plan, E3Measurements]):
     name = "E3"
     title = "E3 — attention filtering"
     Plan = E3Plan
-    seed_offset = 30
     needs = (E1,)
 
     def run(self, p: E3Plan, ctx: ExperimentContext) -> E3Measurements:
@@ -105,6 +104,7 @@ class E3Filtering(Experiment[E3Plan, E3Measurements]):
         Rs = p.Rs
         base = ModelConfig(d=p.d, n_informative=Rs[0], n_nuisance=p.N, theta=p.thetas[0])
         spec = sweep_spec(base, p.step, seed=ctx.seed, runs=p.runs, steps=p.steps,
+                          spawn_key=ctx.spawn_key("runs"),
                           record_every=max(1, p.steps // 50), initial_alignment=1.0,
                           grid={"model.theta": list(p.thetas), "model.n_informative": Rs})
         data = ctx.sweep("E3", spec)

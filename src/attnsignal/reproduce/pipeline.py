@@ -14,7 +14,8 @@ thread each, as one task graph: their sweeps' tasks share one process pool
 (:class:`~attnsignal.reproduce.scheduler.SharedPool`, costliest task first), an experiment
 that ``needs`` another waits for that one's typed measurements, and theory, analysis and
 figures run in this process while the pool simulates. The numbers do not depend on the
-schedule: every random stream is fixed by the plan's seed.
+schedule: every random stream is ``SeedSequence(plan.seed, spawn_key=(experiment, purpose,
+…))`` (:mod:`attnsignal.seeds`), whatever runs when or where.
 
 Returns the claims; the command exits non-zero when a claim that should hold fails. When an
 experiment fails, the shared pool is shut down (the others stop) and :func:`reproduce` raises
@@ -39,6 +40,7 @@ from .._version import __version__
 from ..claims import CLAIMS_HEADER, ClaimResult, claims_failed, claims_table_rows
 from ..report import Report, Section
 from ..results import atomic_write
+from ..seeds import KeyNames
 from .claims import check_claims
 from .context import ExperimentContext, Shared
 from .experiment import Experiment, Measurements
@@ -92,7 +94,9 @@ class ReproductionResult:
 
 def _check_registry() -> None:
     seen: set[str] = set()
+    codes = KeyNames()
     for exp in EXPERIMENTS:
+        codes.code(exp.name)  # the first part of every stream's key: no two may share a code
         for dep in exp.needs:
             if dep.name not in seen:
                 raise RuntimeError(f"{exp.name} needs {dep.name}, which must come earlier in "
@@ -170,7 +174,9 @@ def reproduce(
         title="attnsignal — reproduction of “Asymptotic Signal Subspace Recovery in Softmax "
               "Attention Models” (arXiv 2606.22406)",
         intro=(ran + f"Mode: **{plan.mode}** · attnsignal {__version__} · "
-               f"seed {plan.seed} · Python {platform.python_version()} · wall time {total:.0f} s. "
+               f"seed {plan.seed} (every random stream is SeedSequence(seed, spawn_key="
+               f"(experiment, purpose, …))) · Python {platform.python_version()} · wall time "
+               f"{total:.0f} s. "
                + ("Quick mode uses fewer runs and steps and the looser tolerances shown in the "
                   "claims table; run without --quick for the paper's figures." if plan.is_quick
                   else "")),

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import seeds
 from ..config import SupportedModel, check_supported, check_supports
 from ..schedules import Schedule
 from ..validation import (  # noqa: F401  (Integer, OneOf, Optional, Sequence re-exported)
@@ -55,7 +56,8 @@ METHOD = OneOf(*METHODS)
 OPTIONAL_METHOD = Optional(METHOD)
 UPDATE = OneOf(*SUPPORTS["update"])
 N_SAMPLES = Integer(ge=2)
-SEED = Integer(ge=0)
+#: An integer >= 0 or a numpy ``SeedSequence`` (:mod:`attnsignal.seeds`).
+SEED = seeds.SEED
 BATCH = Integer(ge=1)
 POSITIVE = Real(gt=0.0)
 OPTIONAL_POSITIVE = Optional(POSITIVE)
