@@ -195,6 +195,41 @@ def test_a_second_run_resumes_from_the_stores(reduced, tmp_path):
     assert res.profile["experiments"]["E1"]["tasks"] > 1
 
 
+def test_a_run_after_a_kill_resumes_and_leaves_no_temporary_file(reduced, tmp_path):
+    """What a SIGKILL leaves (no report or claims yet, a sweep short of a shard, a figure
+    missing, temporaries of atomic writes in every directory, the workers' profile records);
+    the next run resumes to the same claims and leaves only its results."""
+    import shutil
+
+    from attnsignal.persistence import TEMPORARY_NAME
+
+    src, res = reduced
+    out = tmp_path / "killed"
+    shutil.copytree(src, out)
+    for name in ("report.md", "report.html", "claims.json", "figures/e6_baselines.pdf"):
+        (out / name).unlink()
+    store = next((out / "data").glob("E2-*"))
+    shard = sorted((store / "shards").glob("*.parquet"))[0]
+    shard.unlink()
+    planted = [out / ".claims.json.k1ll3d00.tmp", out / "figures" / ".e1_headline.pdf.a1b2c3d4.tmp",
+               out / "figures" / ".e6_baselines.pdf.zz_99zz9.tmp",
+               out / "data" / ".E2.parquet.q9q9q9q9.tmp", store / f".sweep.json.abcd1234.tmp",
+               store / "shards" / f".{shard.name}.x1x1x1x1.tmp", out / ".profile" / "worker-1.json"]
+    for p in planted:
+        p.parent.mkdir(exist_ok=True)
+        p.write_bytes(b"partial")
+    (out / "figures" / "my-notes.txt").write_text("the user's own file")
+
+    again = reproduce(out, plan=tiny_plan(), progress=False, log=lambda s: None)
+    assert [(c.measured, c.verdict) for c in again.claims] == [(c.measured, c.verdict)
+                                                              for c in res.claims]
+    assert again.profile["experiments"]["E2"]["tasks"] == 1  # only the lost shard
+    assert shard.is_file() and (out / "figures" / "e6_baselines.pdf").is_file()
+    assert [p for p in out.rglob("*") if TEMPORARY_NAME.match(p.name) or p.suffix == ".tmp"] == []
+    assert not (out / ".profile").exists()
+    assert (out / "figures" / "my-notes.txt").read_text() == "the user's own file"
+
+
 def test_cli_exits_1_when_a_claim_fails(monkeypatch, tmp_path):
     import attnsignal.reproduce as rp
     from attnsignal.claims import ClaimResult

@@ -8,6 +8,13 @@ Writes, under ``out``::
     claims.json                 the claims table, machine-readable
     measurements.json           every experiment's typed measurements (numbers only)
     profile.json                where the wall time went (``attnsignal reproduce --profile``)
+    .reproduce.lock             held (flock) while a reproduction writes here
+
+One reproduction writes into a directory at a time: a second one started on it is refused at
+once (``ConfigError`` naming the directory; exit status 2 on the command line). A reproduction
+killed at any point (even with SIGKILL) resumes where it stopped when run again — its sweeps
+are stored as they finish — and the new run first deletes the temporary files the killed one
+left (:func:`claim_output`), so that a finished directory holds only its results.
 
 The experiments (:data:`~attnsignal.reproduce.registry.EXPERIMENTS`) run side by side, one
 thread each, as one task graph: their sweeps' tasks share one process pool
@@ -26,25 +33,33 @@ from __future__ import annotations
 import json
 import os
 import platform
-import tempfile
+import shutil
 import threading
 import time
 from concurrent.futures import Future
+from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from .._blas import single_blas_thread
 from .._version import __version__
 from ..claims import CLAIMS_HEADER, ClaimResult, check_claims, claims_failed, claims_table_rows
+from ..persistence import file_lock, remove_temporaries
 from ..report import Report, Section
 from ..results import atomic_write
+from ..validation import ConfigError
 from .context import ExperimentContext, Shared
 from .experiment import Experiment, Measurements
 from .plan import Plan
 from .registry import EXPERIMENTS
 
-__all__ = ["reproduce", "ReproductionResult", "ExperimentError"]
+__all__ = ["reproduce", "ReproductionResult", "ExperimentError", "claim_output"]
+
+#: held (flock) by the reproduction writing into the directory
+LOCK_NAME = ".reproduce.lock"
+#: the pool workers' kernel warm-up records during a run (``--profile``), removed at its end
+PROFILE_DIR = ".profile"
 
 
 class ExperimentError(RuntimeError):
@@ -113,9 +128,11 @@ def reproduce(
     log: Callable[[str], None] = print,
 ) -> ReproductionResult:
     """Run every experiment, check the claims and write the report. See the module
-    docstring. ``plan`` defaults to ``Plan.quick()`` with ``quick``, else ``Plan.full()``."""
+    docstring. ``plan`` defaults to ``Plan.quick()`` with ``quick``, else ``Plan.full()``.
+
+    Raises ``ConfigError`` naming ``out`` when another reproduction is writing into it
+    (:func:`claim_output`), before any work."""
     from ..sweep.runner import check_executor_options
-    from .scheduler import SharedPool
 
     # the sweep layer's own validator, before anything is written
     check_executor_options(executor, scheduler, workers)
@@ -124,7 +141,40 @@ def reproduce(
     plan = plan or (Plan.quick() if quick else Plan.full())
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    profile_dir = tempfile.mkdtemp(prefix="attnsignal-profile-")
+    with claim_output(out):
+        return _reproduce(out, plan, executor, scheduler, workers, progress, log, t_start,
+                          cpu_start)
+
+
+@contextmanager
+def claim_output(out: Path) -> Iterator[None]:
+    """Hold ``out/.reproduce.lock`` while the block runs (one reproduction per directory)
+    and, once it is held, delete what a killed reproduction left there: the temporary files
+    of its atomic writes in ``out``, ``out/figures`` and ``out/data`` (each sweep store
+    cleans its own) and its profile directory ``out/.profile``.
+
+    Raises ``ConfigError`` (``out: another attnsignal reproduce is running in this
+    directory; …; got 'DIR'``) at once when another reproduction holds the lock."""
+    busy = ConfigError("out", "another attnsignal reproduce is running in this directory; "
+                              "wait for it to end or use another --out", str(out))
+    with file_lock(out / LOCK_NAME, wait=False, busy=lambda: busy):
+        for d in (out, out / "figures", out / "data"):
+            remove_temporaries(d)
+        shutil.rmtree(out / PROFILE_DIR, ignore_errors=True)
+        try:
+            yield
+        finally:
+            shutil.rmtree(out / PROFILE_DIR, ignore_errors=True)
+
+
+def _reproduce(out: Path, plan: Plan, executor: str, scheduler: str | None,
+               workers: int | None, progress: bool, log: Callable[[str], None],
+               t_start: float, cpu_start: float) -> ReproductionResult:
+    """:func:`reproduce` once ``out`` is claimed."""
+    from .scheduler import SharedPool
+
+    profile_dir = out / PROFILE_DIR  # where the pool's workers record their kernel warm-up
+    profile_dir.mkdir()
     pool = SharedPool(workers, profile_dir=profile_dir) if executor == "local" else None
     shared = Shared(out=out, executor=executor, scheduler=scheduler, workers=workers, pool=pool,
                     t0=t_start)
@@ -227,7 +277,7 @@ def _failed(exc: BaseException) -> Future:
     return f
 
 
-def _profile(shared: Shared, profile_dir: str, t_start: float, cpu_start: float,
+def _profile(shared: Shared, profile_dir: Path, t_start: float, cpu_start: float,
              worker_cpu: float | None, *, io: float, total: float) -> dict[str, Any]:
     """Where the wall time went (seconds): see :func:`profile_table`."""
     warm = []
