@@ -10,7 +10,7 @@ output: the temporary file is created with mode ``0o666 & ~umask`` (by ``open(2)
 applies the umask; ``mkstemp`` would make it ``0o600`` and the rename would keep that), and
 directories are made with ``0o777 & ~umask``. A writer killed part-way leaves its temporary
 file; :func:`remove_temporaries` deletes those of one directory (callers do it while they hold
-the directory's lock, :func:`file_lock`, so that no live writer's file is taken).
+the directory's lock, :func:`~attnsignal.paths.file_lock`, so that no live writer's file is taken).
 
 A result directory (format ``attnsignal.result/2``)
 ----------------------------------------------------
@@ -58,11 +58,10 @@ import numpy as np
 import pandas as pd
 
 from .validation import ConfigError
-from .paths import check_output_dir
+from .paths import check_output_dir, file_lock
 
 __all__ = [
     "atomic_write",
-    "file_lock",
     "remove_temporaries",
     "ResultFileError",
     "ResultMissingError",
@@ -188,7 +187,8 @@ def atomic_write(path: str | os.PathLike[str], write: Callable[[str], None]) -> 
 def remove_temporaries(directory: str | os.PathLike[str]) -> list[str]:
     """Delete the temporary files of :func:`atomic_write` (:data:`TEMPORARY_NAME`) that a
     killed writer left in ``directory`` (not below it); nothing else. Call it only while no
-    other writer can be writing there (holding the directory's :func:`file_lock`). Returns the
+    other writer can be writing there (holding the directory's
+    :func:`~attnsignal.paths.file_lock`). Returns the
     names removed; a missing directory has none."""
     removed = []
     try:
@@ -203,39 +203,6 @@ def remove_temporaries(directory: str | os.PathLike[str]) -> list[str]:
             except OSError:
                 pass
     return removed
-
-
-@contextmanager
-def file_lock(path: str | os.PathLike[str], *, wait: bool = True,
-              busy: Callable[[], BaseException] | None = None) -> Iterator[None]:
-    """Hold an exclusive advisory ``flock`` on the file ``path`` while the block runs.
-
-    The file is created empty (mode ``0o666 & ~umask``, so that a collaborator whose umask
-    lets them write the directory can take it too) and kept. The kernel releases the lock
-    when the process dies, however it dies. Two holders conflict whether they are two
-    processes or two opens in one process. ``wait`` True: wait for the lock; False: when
-    someone else holds it, raise ``busy()`` at once (default ``BlockingIOError``) — before
-    the block runs, so an error of the block is never mistaken for it. Where there is no
-    ``fcntl`` (not POSIX) nothing is locked."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - not POSIX
-        yield
-        return
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
-    except PermissionError:  # another user's lock file that we may not write: flock reads
-        fd = os.open(path, os.O_RDONLY)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            if busy is None:
-                raise
-            raise busy() from None
-        yield
-    finally:
-        os.close(fd)  # releases the lock
 
 
 @contextmanager

@@ -41,10 +41,16 @@ def reproduce_cmd(
     """Reproduce the paper: E1 headline, E2 robustness grid, E3 attention filtering,
     E4 landscape, E5 ODE tracking, and a claims table (PASS / FAIL / "holds only when …").
 
-    Resumes after an interruption (every simulation is a sweep stored under OUT/data).
+    Resumes after an interruption (every simulation is a sweep stored under OUT/data), and
+    deletes the temporary files an interrupted run left. One reproduction per OUT at a time.
     Exits with status 1 when a claim that should hold fails, 3 when an experiment fails
-    (the first failing experiment's error is printed, then one line naming it).
+    (the first failing experiment's error is printed, then one line naming it), 2 on bad
+    input or when another reproduction is writing to OUT.
     """
+    from ..paths import REPRODUCTION_LOCK, check_output_free
+
+    # a directory another reproduction is writing to: refused before the slow start-up below
+    check_output_free(out_dir, REPRODUCTION_LOCK, "attnsignal reproduce")
     if executor == "local":
         # the pool's forkserver imports the workers' modules while this process imports the
         # experiments (about a second on two cores that one core would otherwise wait for)

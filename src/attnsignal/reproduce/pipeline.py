@@ -45,10 +45,10 @@ from typing import Any, Callable, Iterator
 from .._blas import single_blas_thread
 from .._version import __version__
 from ..claims import CLAIMS_HEADER, ClaimResult, check_claims, claims_failed, claims_table_rows
-from ..persistence import file_lock, remove_temporaries
+from ..paths import REPRODUCTION_LOCK, file_lock, output_in_use
+from ..persistence import remove_temporaries
 from ..report import Report, Section
 from ..results import atomic_write
-from ..validation import ConfigError
 from .context import ExperimentContext, Shared
 from .experiment import Experiment, Measurements
 from .plan import Plan
@@ -57,7 +57,7 @@ from .registry import EXPERIMENTS
 __all__ = ["reproduce", "ReproductionResult", "ExperimentError", "claim_output"]
 
 #: held (flock) by the reproduction writing into the directory
-LOCK_NAME = ".reproduce.lock"
+LOCK_NAME = REPRODUCTION_LOCK
 #: the pool workers' kernel warm-up records during a run (``--profile``), removed at its end
 PROFILE_DIR = ".profile"
 
@@ -155,9 +155,8 @@ def claim_output(out: Path) -> Iterator[None]:
 
     Raises ``ConfigError`` (``out: another attnsignal reproduce is running in this
     directory; …; got 'DIR'``) at once when another reproduction holds the lock."""
-    busy = ConfigError("out", "another attnsignal reproduce is running in this directory; "
-                              "wait for it to end or use another --out", str(out))
-    with file_lock(out / LOCK_NAME, wait=False, busy=lambda: busy):
+    with file_lock(out / LOCK_NAME, wait=False,
+                   busy=lambda: output_in_use(out, "attnsignal reproduce")):
         for d in (out, out / "figures", out / "data"):
             remove_temporaries(d)
         shutil.rmtree(out / PROFILE_DIR, ignore_errors=True)

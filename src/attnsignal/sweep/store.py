@@ -31,7 +31,8 @@ from typing import Any, Iterator
 import pandas as pd
 
 from .._version import __version__
-from ..persistence import atomic_write, file_lock, remove_temporaries
+from ..paths import file_lock
+from ..persistence import atomic_write, remove_temporaries
 from ..results import FRAME_COLUMNS
 from .spec import SweepSpec
 from .tasks import SHARD_DIR, Task, TaskOutcome, sha256_bytes, shard_identity_problem
