@@ -209,7 +209,7 @@ def plot_ode(model: ModelConfig, rho0: float, path_stem: str | Path, *,
     for i, (x, h) in enumerate(sol.hitting_times.items()):
         if np.isfinite(h) and h <= t_max:
             c = colors[i % len(colors)]
-            txt = f"$|\\rho|$ = {x:g} at $t$ = {h:.3g}"
+            txt = f"ODE reaches $|\\rho|$ = {x:g} at $t$ = {h:.3g}"
             if sol.hitting_steps is not None:
                 k = sol.hitting_steps[x]
                 txt += f" (step {k:,})" if k <= 10 ** 12 else r" (no step: $\sum \eta_k < t$)"
