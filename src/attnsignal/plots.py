@@ -100,17 +100,22 @@ def _crop(rgba: np.ndarray, tight, bbox, dpi: float, face) -> np.ndarray | None:
 
 
 def legend_below(fig, handles: list, labels: list, *, ncol: int = 3,
-                 fontsize: float = 10) -> None:
+                 fontsize: float = 10, note: str = "") -> None:
     """One legend for the whole figure, centred under its panels — outside every data area —
     after laying the panels out with room for it (``tight_layout`` with a bottom margin sized
-    to the legend's rows)."""
+    to the legend's rows); ``note``, a line of text under the legend. Everything stays on
+    the canvas, so :func:`save_figure` keeps its single draw."""
     rows = -(-len(labels) // ncol)
     fig.tight_layout()
     height = fig.get_size_inches()[1]
-    margin = (0.32 * rows + 0.15) / height  # inches per legend row at this font size
+    below = 0.3 / height if note else 0.0  # inches for the note's line
+    margin = (0.32 * rows + 0.15) / height + below  # inches per legend row at this font size
     fig.tight_layout(rect=(0, margin, 1, 1))
     fig.legend(handles, labels, loc="lower center", ncol=ncol, fontsize=fontsize,
-               frameon=False, bbox_to_anchor=(0.5, 0.0))
+               frameon=False, bbox_to_anchor=(0.5, below))
+    if note:
+        fig.text(0.5, 0.08 / height, note, ha="center", va="bottom", fontsize=fontsize - 0.5,
+                 style="italic", wrap=True)
 
 
 _POWER = re.compile(r"(?<![\\$\w])([A-Za-z])\^(\{[^}]*\}|[0-9]+)")

@@ -170,19 +170,23 @@ th,td{border:1px solid #bbc;padding:4px 8px;text-align:left;vertical-align:top}
 th{background:#eef}td.num{text-align:right;font-variant-numeric:tabular-nums}
 details{margin:.6em 0 1em}details>summary{cursor:pointer;color:#335}
 figure{margin:1.5em 0}figure img{width:100%;border:1px solid #ddd;cursor:zoom-in;background:#fff}
-figure img.zoom{position:fixed;inset:0;width:100vw;height:100vh;object-fit:contain;z-index:20;
-cursor:zoom-out;border:0;box-shadow:0 0 0 100vmax rgba(255,255,255,.97)}
+.zoombox{position:fixed;inset:0;z-index:20;background:#fff;display:flex;
+align-items:center;justify-content:center;cursor:zoom-out}
+.zoombox img{max-width:99vw;max-height:99vh;width:auto;height:auto}
 figcaption{font-size:.92em;color:#444}code{background:#f3f3f7;padding:0 3px}
 .PASS{color:#070;font-weight:bold}.FAIL{color:#b00;font-weight:bold}
 .note{background:#fff7e0;border-left:4px solid #e0a800;padding:.5em 1em}
 .katex{font-size:1.05em}
 """
 
+# a click on a figure shows it over the page, as large as the window allows; a click or Esc
+# closes it
 _ZOOM_JS = ("document.querySelectorAll('figure img').forEach(function(i){i.addEventListener("
-            "'click',function(){i.classList.toggle('zoom')})});"
+            "'click',function(){var o=document.createElement('div');o.className='zoombox';"
+            "o.appendChild(i.cloneNode());o.addEventListener('click',function(){o.remove()});"
+            "document.body.appendChild(o)})});"
             "document.addEventListener('keydown',function(e){if(e.key==='Escape')"
-            "document.querySelectorAll('img.zoom').forEach(function(i){"
-            "i.classList.remove('zoom')})});")
+            "document.querySelectorAll('.zoombox').forEach(function(o){o.remove()})});")
 
 
 @lru_cache(maxsize=1)

@@ -123,9 +123,7 @@ def plot_landscape(model: ModelConfig, path_stem: str | Path, *,
         ax.grid(alpha=0.3)
     fig.suptitle(_title(model), fontsize=11)
     handles, labels = ax1.get_legend_handles_labels()
-    legend_below(fig, handles, labels, ncol=3, fontsize=9.5)
-    fig.text(0.5, 0.0, tex_powers(basins.verdict), ha="center", va="top", fontsize=9.5,
-             style="italic", wrap=True)
+    legend_below(fig, handles, labels, ncol=3, fontsize=9.5, note=tex_powers(basins.verdict))
     return save_figure(fig, path_stem)
 
 
