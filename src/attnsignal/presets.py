@@ -1,12 +1,12 @@
-"""Named model presets, one set of defaults for every command.
+r"""Named model presets, one set of defaults for every command.
 
 A :class:`Preset` is a model, a step-size schedule and a run budget that belong together:
 
 * ``paper`` — the paper's headline experiment (the reproduction's E1): $d = 100$,
-  $R = 500$, $N = 10\,000$ ($20\times$ the informative tokens), $\\theta = 0.25$,
-  $\\eta_k = 0.03\\,(1 + k/1000)^{-1}$, 80 000 samples, 30 runs (minutes per command);
+  $R = 500$, $N = 10\,000$ ($20\times$ the informative tokens), $\theta = 0.25$,
+  $\eta_k = 0.03\,(1 + k/1000)^{-1}$, 80 000 samples, 30 runs (minutes per command);
 * ``toy`` — a strong signal in a short context that aligns in seconds: $d = 20$, $R = 10$,
-  $N = 40$, $\\theta = 1$, $\\eta_k = 0.02\\,(1 + k/2000)^{-0.75}$, 20 000 samples, 30 runs.
+  $N = 40$, $\theta = 1$, $\eta_k = 0.02\,(1 + k/2000)^{-0.75}$, 20 000 samples, 30 runs.
 
 ``preset(name)`` returns one; ``PRESETS`` lists them. Commands start from a preset and let
 flags override single fields, so that ``run``, ``baseline``, ``advise`` and ``ode`` given the
