@@ -12,6 +12,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from attnsignal.claims import QUICK_PREFIX
 from attnsignal.config import ModelConfig, StepSize
 from attnsignal.reproduce import Plan, reproduce
 from attnsignal.reproduce.e1_headline import E1
@@ -33,7 +34,7 @@ SECTIONS = [
 ]
 FIGURES = ["e1_headline", "e2_robustness", "e3_filtering", "e4_landscape", "e4_basins",
            "e5_tracking", "e5_sa_diagnostics", "e6_baselines"]
-VERDICT = re.compile(r"^(PASS|FAIL|holds only when .+)$")
+VERDICT = re.compile(r"^((proxy )?(PASS|FAIL)|holds only when .+)$")
 
 
 def tiny_plan(seed: int = 7) -> Plan:
@@ -83,6 +84,10 @@ def test_reduced_reproduction_writes_every_section_and_figure(reduced):
     html = (out / "report.html").read_text()
     # self-contained: every figure embedded, no link to a PNG on disk
     assert html.count("data:image/png;base64,") == len(FIGURES)
+    # offline: no script, style sheet or font from the network; KaTeX and its fonts inlined
+    assert not re.search(r"<(script|link)[^>]+(src|href)=['\"](https?:)?//", html)
+    assert "katex" in html and html.count("data:font/woff2;base64,") >= 10
+    assert "vendor/" not in html and "url(fonts/" not in html
     first = re.split(r"['\"]", html.split("data:image/png;base64,", 1)[1], maxsplit=1)[0]
     assert base64.b64decode(first)[:8] == b"\x89PNG\r\n\x1a\n"
     assert not re.search(r"src=['\"]figures/", html)
@@ -107,7 +112,7 @@ def test_each_section_reports_what_the_paper_asks_for(reduced):
     assert "steps to 0.99" in e2 and "runs reaching 0.99" in e2
     assert e2.count("\n| 0.25 |") == 2 and e2.count("\n| 1 |") == 2  # θ × N/R cells
     e3 = next(v for k, v in sec.items() if k.startswith("E3"))
-    assert "alignment → 1 does not imply filtering" in e3 and "p(|ρ|)" in e3
+    assert "alignment → 1 does not imply filtering" in e3 and "p(\\|ρ\\|)" in e3
     e4 = next(v for k, v in sec.items() if k.startswith("E4"))
     assert "Fraction at +ξ" in e4 and "the ODE basins predict" in e4
     e5 = next(v for k, v in sec.items() if k.startswith("E5"))
@@ -119,7 +124,10 @@ def test_each_section_reports_what_the_paper_asks_for(reduced):
     for k in ("effective_gap", "d1000_effective_gap", "d1000_effective_excess", "ode_gap_se"):
         assert 0.0 <= abs(meas["E1"][k]) < 1.0, k
     e6 = next(v for k, v in sec.items() if k.startswith("E6"))
-    assert "samples (measured)" in e6 and "× oracle (theory)" in e6
+    assert "samples to 0.99: measured / theory" in e6 and "× oracle at 0.9965" in e6
+    # one row per (d, sign, method), the sign-blind PCA and Oja once per dimension: 2 × 8
+    e6_rows = [ln for ln in e6.splitlines() if re.match(r"\| (20|60) \|", ln)]
+    assert len(e6_rows) == 16 and sum("| either |" in ln for ln in e6_rows) == 4
     assert "not a claim of the paper" in e6  # the verdict
     rows = meas["E6"]["table"]  # 2 dimensions × 2 signs × 5 methods × 2 targets
     assert len(rows) == 40 and {r["method"] for r in rows} == {"sga", "mean", "pca", "oja",
@@ -137,15 +145,20 @@ def test_claims_table_parses_and_matches_claims_json(reduced):
     rows = _claims_rows((out / "report.md").read_text())
     # five claims of the paper, the literal spot check and the effective-dynamics check
     assert len(rows) == 7
-    assert all(r[0].startswith("Check of this implementation (not a claim of the paper)")
-               for r in rows[-2:])
+    # quick mode: every row says it is a proxy, at its own tolerance, and links its evidence
+    assert all(r[0].startswith(QUICK_PREFIX) and r[3] != "PASS" for r in rows)
+    assert all(re.search(r"\(\[E\d\]\(#e\d\)\)$", r[0]) for r in rows)
+    assert all(r[0][len(QUICK_PREFIX):].startswith("check of this implementation (not a claim "
+                                                   "of the paper)") for r in rows[-2:])
     assert "effective dynamics tracks the simulated mean |ρ|" in rows[-1][0].replace("\\|", "|")
     assert "d = 60" in rows[-1][0] and "+ 3 SE at every record" in rows[-1][2]
     for claim, measured, tolerance, verdict in rows:
         assert claim and measured and tolerance
         assert VERDICT.match(verdict), verdict
     data = json.loads((out / "claims.json").read_text())
-    assert [d["verdict"] for d in data] == [r[3] for r in rows]
+    assert [d["verdict"] for d in data] == [r[3].removeprefix("proxy ") for r in rows]
+    assert [d["evidence"] for d in data] == [re.search(r"\[(E\d)\]", r[0]).group(1)
+                                            for r in rows]
     assert [d["failed"] for d in data] == [c.failed for c in res.claims]
     meas = json.loads((out / "measurements.json").read_text())
     assert meas["E1"]["runs"] == 4 and 0.0 <= meas["E1"]["mean_final_abs"] <= 1.0
@@ -410,3 +423,31 @@ def test_bad_executor_combinations_fail_before_anything_is_written(argv, field, 
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and err.startswith(f"attnsignal: error: {field}"), err
     assert not (tmp_path / "r").exists()
+
+
+def test_report_is_navigable(reduced):
+    """A sidebar lists every section and figure; every in-page link has its anchor; the
+    claims link to the experiments; long tables fold; math is marked up for the bundled
+    KaTeX (no raw TeX such as ``^{`` or ``\\rho`` outside it); the timings add up."""
+    out, res = reduced
+    html = (out / "report.html").read_text()
+    ids = set(re.findall(r"id='([^']+)'", html)) | set(re.findall(r'id="([^"]+)"', html))
+    links = set(re.findall(r"href=['\"]#([^'\"]+)['\"]", html))
+    assert {"claims", "e1", "e2", "e3", "e4", "e5", "e6", "timings"} <= links
+    assert links <= ids, links - ids
+    toc = html.split("<nav id='toc'>", 1)[1].split("</nav>", 1)[0]
+    assert toc.count("href='#e") >= 6 + len(FIGURES)  # sections and figures
+    text = re.sub(r"<(script|style|code)\b.*?</\1>|<span class=\"arithmatex\">.*?</span>", " ",
+                  html, flags=re.S)
+    text = re.sub(r"<[^>]+>", " ", text)
+    assert not re.search(r"\\[a-zA-Z]{2,}|\^\{|\$", text), \
+        re.search(r".{40}(\\[a-zA-Z]{2,}|\^\{|\$).{40}", text, re.S)
+    assert html.count('class="arithmatex"') > 20
+    # the timings: the shares of the wall time add up to the total
+    md = (out / "report.md").read_text()
+    block = md.split("## Timings", 1)[1]
+    shares = [float(ln.split("|")[-2]) for ln in block.splitlines()
+              if re.match(r"\| E\d \|", ln)]
+    total = float(re.search(r"\| all \|.*\| ([\d.]+) \|$", block, re.M).group(1))
+    # each share rounded to 0.1 s: their sum within 0.05 s a row of the total
+    assert len(shares) == 6 and sum(shares) == pytest.approx(total, abs=0.05 * 6 + 1e-9)
