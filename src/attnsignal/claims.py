@@ -2,22 +2,17 @@
 
 Each experiment of the reproduction (:mod:`attnsignal.reproduce`) checks its own claims from
 its typed measurements and its plan section's tolerances (``Experiment.claims(p, m)``); this
-module holds what they share — the row (:class:`ClaimResult`), the verdicts, the table — and
-:func:`check_claims`, which evaluates every registered experiment's claims. Keeping a check a
-pure function of numbers makes it testable on its own: feed it measurements that violate a
-claim and it must say FAIL.
+module holds what they share — the row (:class:`ClaimResult`), the verdicts, the table.
+:func:`attnsignal.reproduce.check_claims` evaluates the claims of a set of experiments.
+Keeping a check a pure function of numbers makes it testable on its own: feed it measurements
+that violate a claim and it must say FAIL.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Mapping
+from dataclasses import dataclass
 
-if TYPE_CHECKING:
-    from .reproduce.experiment import Measurements
-    from .reproduce.plan import Plan
-
-__all__ = ["CLAIMS_HEADER", "QUICK_PREFIX", "ClaimResult", "check_claims", "claims_failed",
+__all__ = ["CLAIMS_HEADER", "QUICK_PREFIX", "ClaimResult", "claims_failed",
            "claims_table_markdown", "claims_table_rows", "passed", "plain_math", "verdict_label"]
 
 
@@ -45,19 +40,6 @@ class ClaimResult:
 def passed(ok: bool) -> str:
     """``"PASS"`` or ``"FAIL"``."""
     return "PASS" if ok else "FAIL"
-
-
-def check_claims(plan: "Plan", measurements: Mapping[str, "Measurements"]) -> list[ClaimResult]:
-    """Every registered experiment's claims, from its plan section and its typed measurements
-    (``measurements[experiment.name]``); the paper's claims first, then the checks of this
-    implementation. Raises KeyError when an experiment's measurements are missing."""
-    from .reproduce.registry import EXPERIMENTS
-
-    rows: list[ClaimResult] = []
-    for exp in EXPERIMENTS:
-        rows += [r if r.evidence else replace(r, evidence=exp.name)
-                 for r in exp.claims(plan.section(exp), measurements[exp.name])]
-    return sorted(rows, key=lambda r: r.implementation_check)  # stable: registry order kept
 
 
 def claims_failed(rows: list[ClaimResult]) -> list[ClaimResult]:

@@ -19,7 +19,7 @@ import typer
 from rich.table import Table
 
 from ..config import NotRobbinsMonroWarning
-from . import UsageFailure, app
+from ._app import UsageFailure, app
 from . import _slurm as slurm_flags
 from ._common import console, out
 

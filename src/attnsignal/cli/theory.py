@@ -30,7 +30,7 @@ from ..config import ConfigError, NotRobbinsMonroWarning, RunConfig
 from ..limits import MAX_EXACT_BETA_SIGMA
 from ..paths import check_output_dir
 from ..validation import Integer, OneOf, Real, Sequence
-from . import UsageFailure, app
+from ._app import UsageFailure, app
 from ._common import (
     MODEL_FIELDS, STEP_FIELDS, build_configs, config_options, console, fmt, load_toml, option,
     option_value, out, progress_bar,

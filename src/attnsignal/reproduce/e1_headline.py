@@ -147,9 +147,7 @@ class E1Measurements(Measurements):
     d1000_fraction_plus: float
     pred_samples_d100: float
     pred_samples_d1000: float
-    literal_seed: int
     literal_mean_abs: float
-    chain_check_seed: int
     chain_check_runs: int
     chain_check_mean_abs: float
     literal_z: float
@@ -183,29 +181,30 @@ class E1Headline(Experiment[E1Plan, E1Measurements]):
     name = "E1"
     title = "E1 — headline: weak signal, 20× nuisance tokens"
     Plan = E1Plan
-    seed_offset = 0
 
     def run(self, p: E1Plan, ctx: ExperimentContext) -> E1Measurements:
         from ..theory import samples_to_reach, tracking
 
         m100 = p.model
-        pending = {}
-        for name, (runs, dims) in sweep_groups(p).items():
-            fut = ctx.submit(name, sweep_spec(m100, p.step, seed=ctx.seed, runs=runs,
-                                              steps=p.steps, record_every=p.record_every,
-                                              grid={"model.d": dims}))
-            pending.update(dict.fromkeys(dims, fut))
+        # the runs at each dimension: a sweep each, keyed (E1, "runs", d)
+        pending = {d: ctx.submit(name, sweep_spec(m100.replace(d=d), p.step, seed=ctx.seed,
+                                                  runs=runs, steps=p.steps,
+                                                  record_every=p.record_every,
+                                                  spawn_key=ctx.spawn_key("runs", d)))
+                   for name, (runs, d) in sweep_groups(p).items()}
         # the effective dynamics of both dimensions: tasks of the shared pool, beside the runs
         eff_pending = {d: ctx.compute(effective_path, m100.replace(d=d), p.step, steps=p.steps,
                                       record_every=p.record_every, initial_alignment=None,
-                                      n_samples=p.effective_samples, seed=ctx.seed + 3,
+                                      n_samples=p.effective_samples,
+                                      seed=ctx.stream("effective", d),
                                       cost=effective_cost(m100, p.effective_samples))
                        for d in (m100.d, p.big_d)}
         # the chain runs the literal ones are checked against: a pool task too (its workers
         # have the compiled chain loaded; in this process it would be compiled a second time
         # on a cold cache)
         chk_pending = ctx.compute(simulate, m100, p.step, steps=p.literal_steps,
-                                  runs=p.chain_check_runs, engine="chain", seed=ctx.seed + 2,
+                                  runs=p.chain_check_runs, engine="chain",
+                                  seed=ctx.stream("chain_check"),
                                   record_every=p.literal_steps, simulation=True,
                                   cost=chain_cost(m100, p.chain_check_runs, p.literal_steps))
         # the finite-step prediction of the samples to reach TARGET: pool tasks as well (κ_B
@@ -213,11 +212,13 @@ class E1Headline(Experiment[E1Plan, E1Measurements]):
         # numpy normals cost about as much as a few chain samples)
         pred_pending = {d: ctx.compute(samples_to_reach, m100.replace(d=d), p.step, TARGET,
                                        n_samples=p.theory_samples, plateau=False,
+                                       seed=ctx.stream("samples_to_reach", d),
                                        cost=chain_cost(m100, 4, p.theory_samples))
                         for d in (m100.d, p.big_d)}
         # the in-process check while the pool runs the sweep
         lit = simulate(m100, p.step, steps=p.literal_steps, runs=p.literal_runs,
-                       engine="literal", seed=ctx.seed + 1, record_every=p.literal_steps)
+                       engine="literal", seed=ctx.stream("literal"),
+                       record_every=p.literal_steps)
         chk = chk_pending.result()
         pred = {d: f.result() for d, f in pred_pending.items()}
         lit_abs = np.abs(lit.final_alignment)
@@ -225,8 +226,8 @@ class E1Headline(Experiment[E1Plan, E1Measurements]):
         z = (lit_abs.mean() - chain_abs.mean()) / np.sqrt(
             chain_abs.var(ddof=1) / chain_abs.size + max(chain_abs.var(ddof=1), 1e-12) / lit_abs.size)
 
-        r = pending[m100.d].result().result_at(model__d=m100.d)
-        rb = pending[p.big_d].result().result_at(model__d=p.big_d)
+        r = pending[m100.d].result().result_at()
+        rb = pending[p.big_d].result().result_at()
         # the limiting ODE from each run's own start, averaged (|ρ| when the runs split signs)
         tr, trb = tracking(r, r.model), tracking(rb, rb.model)
         fin, finb = np.abs(r.final_alignment), np.abs(rb.final_alignment)
@@ -245,8 +246,7 @@ class E1Headline(Experiment[E1Plan, E1Measurements]):
             d1000_min_final_abs=float(finb.min()),
             d1000_fraction_plus=float((rb.final_alignment > 0).mean()),
             pred_samples_d100=_steps_of(pred[m100.d]), pred_samples_d1000=_steps_of(pred[p.big_d]),
-            literal_seed=lit.run.seed, literal_mean_abs=float(lit_abs.mean()),
-            chain_check_seed=chk.run.seed, chain_check_runs=int(chain_abs.size),
+            literal_mean_abs=float(lit_abs.mean()), chain_check_runs=int(chain_abs.size),
             chain_check_mean_abs=float(chain_abs.mean()), literal_z=float(z),
             literal_seconds_per_sample=lit.timings["seconds_per_sample"],
             chain_seconds_per_sample=chk.timings["seconds_per_sample"],
@@ -406,18 +406,28 @@ class E1Headline(Experiment[E1Plan, E1Measurements]):
             ),
         ]
 
+    def example_measurements(self, p: E1Plan) -> E1Measurements:
+        """Measurements that pass every claim (the claims tests start from them)."""
+        return E1Measurements.of(
+            seed=2606, runs=p.runs, mean_final_abs=0.9971, sd_final_abs=0.001,
+            min_final_abs=0.995, fraction_plus=0.5, ode_gap=0.05, d1000_ode_gap=0.3,
+            measured_samples_d100=60_000.0, measured_samples_d1000=float("nan"),
+            d1000_mean_final_abs=0.9, d1000_sd_final_abs=0.01, d1000_min_final_abs=0.88,
+            d1000_fraction_plus=0.5, pred_samples_d100=50_000.0, pred_samples_d1000=900_000.0,
+            literal_mean_abs=0.2, chain_check_runs=p.chain_check_runs, chain_check_mean_abs=0.2, literal_z=0.7,
+            literal_seconds_per_sample=0.02, chain_seconds_per_sample=2e-4, ode_gap_se=0.01,
+            d1000_ode_gap_se=0.005, effective_gap=0.012, effective_gap_se=0.006,
+            effective_excess=-0.006, d1000_effective_gap=0.006, d1000_effective_gap_se=0.003,
+            d1000_effective_excess=-0.003, effective_seconds=10.0, d1000_effective_seconds=5.0)
+
 
 E1 = E1Headline()
 
 
-def sweep_groups(p: E1Plan) -> dict[str, tuple[int, list[int]]]:
-    """E1's sweeps, ``{name: (runs, [d, ...])}``: one over both dimensions (grid
-    ``model.d = [d, big_d]``: run ``r`` at ``big_d`` has the seed ``(point 1, r)``) when they
-    have as many runs, else one sweep per dimension (both plans: fewer runs at ``big_d``). Run
-    ``r`` at ``d`` has the seed ``(point 0, r)`` either way."""
-    if p.big_runs == p.runs:
-        return {"E1": (p.runs, [p.model.d, p.big_d])}
-    return {"E1": (p.runs, [p.model.d]), "E1_big": (p.big_runs, [p.big_d])}
+def sweep_groups(p: E1Plan) -> dict[str, tuple[int, int]]:
+    """E1's sweeps, ``{name: (runs, d)}``: one per dimension, its runs keyed
+    ``(E1, "runs", d)``."""
+    return {"E1": (p.runs, p.model.d), "E1_big": (p.big_runs, p.big_d)}
 
 
 def first_reach(res: Result, target: float) -> float:

@@ -70,7 +70,6 @@ class E5Plan(PlanSection):
 @dataclass(frozen=True)
 class E5Measurements(Measurements):
     seed: int
-    sa_seed: int
     gaps: list[float]
     gap_shrinks: bool
     smallest_gap: float
@@ -97,7 +96,6 @@ class E5Tracking(Experiment[E5Plan, E5Measurements]):
     name = "E5"
     title = "E5 — the recursion tracks the limiting ODE"
     Plan = E5Plan
-    seed_offset = 50
 
     def run(self, p: E5Plan, ctx: ExperimentContext) -> E5Measurements:
         from ..theory import sa_diagnostics, tracking
@@ -112,16 +110,19 @@ class E5Tracking(Experiment[E5Plan, E5Measurements]):
             steps_to_T.append(K)
             pending.append(ctx.submit(f"E5_eta{i}", sweep_spec(
                 m, st, seed=ctx.seed, runs=p.runs, steps=K, record_every=max(1, K // 100),
+                spawn_key=ctx.spawn_key("runs", i),
                 initial_alignment=p.rho0)))
             eff_pending.append(ctx.compute(
                 effective_path, m, st, steps=K, record_every=max(1, K // 100),
-                initial_alignment=p.rho0, n_samples=p.effective_samples, seed=ctx.seed + 2,
+                initial_alignment=p.rho0, n_samples=p.effective_samples,
+                seed=ctx.stream("effective"),
                 cost=effective_cost(m, p.effective_samples)))
         # SA diagnostics: the largest η0 continued to ODE time sa_T
         st = p.schedule_at(p.eta0s[0])
         K = int(step_at_time(st, p.sa_T)) + 1
         long_pending = ctx.submit("E5_sa", sweep_spec(
-            m, st, seed=ctx.seed + 1, runs=min(p.runs, p.sa_runs), steps=K,
+            m, st, seed=ctx.seed, runs=min(p.runs, p.sa_runs), steps=K,
+            spawn_key=ctx.spawn_key("sa"),
             record_every=max(1, K // 400), initial_alignment=p.rho0))
 
         results = [f.result().result_at() for f in pending]
@@ -134,11 +135,11 @@ class E5Tracking(Experiment[E5Plan, E5Measurements]):
               for e, tr in zip(effs, tracks)]
         og = [mean_gap(tr.sim_mean, tr.sim_se, tr.steps, tr.ode) for tr in tracks]
         long_run = long_pending.result().result_at()
-        diag = sa_diagnostics(long_run, m, T=1.0)
+        diag = sa_diagnostics(long_run, m, T=1.0, seed=ctx.stream("sa_variance"))
         w = np.asarray(diag.window_max_mean)
         ok = np.isfinite(w)
         return E5Measurements(
-            seed=results[0].run.seed, sa_seed=long_run.run.seed, gaps=gaps,
+            seed=results[0].run.seed, gaps=gaps,
             gap_shrinks=bool(all(a > b for a, b in zip(gaps, gaps[1:]))),
             smallest_gap=gaps[-1], window_first=float(w[ok][0]), window_last=float(w[ok][-1]),
             steps_to_T=steps_to_T, effective_gaps=[g.gap for g in eg],
@@ -244,10 +245,19 @@ class E5Tracking(Experiment[E5Plan, E5Measurements]):
             "ODE length 1): "
             f"{m.window_first:.4f} for the first window, {m.window_last:.4f} for the last (t ≈ "
             f"{float(diag.t[ok][-1]):.1f}); noise budget at the end of the run "
-            f"{float(diag.noise_budget[-1]):.3g}, remaining {float(diag.noise_remaining[-1]):.3g} "
-            f"(seed {m.sa_seed})."
+            f"{float(diag.noise_budget[-1]):.3g}, remaining {float(diag.noise_remaining[-1]):.3g}."
         )
         return sec
+
+    def example_measurements(self, p: E5Plan) -> E5Measurements:
+        """Measurements of the kind E5 reports (it checks no claim)."""
+        n = len(p.eta0s)
+        gaps = [0.08 / 2 ** i for i in range(n)]
+        return E5Measurements.of(
+            seed=2656, gaps=gaps, gap_shrinks=True, smallest_gap=gaps[-1],
+            window_first=0.1, window_last=0.05, steps_to_T=[100 * 2 ** i for i in range(n)],
+            effective_gaps=[0.005] * n, effective_gap_se=[0.003] * n,
+            effective_excess=[-0.004] * n, ode_excess=[g - 0.01 for g in gaps])
 
 
 E5 = E5Tracking()

@@ -91,7 +91,6 @@ class E6Baselines(Experiment[E6Plan, E6Measurements]):
     name = "E6"
     title = "E6 — attention against simple estimators (measured, not a claim of the paper)"
     Plan = E6Plan
-    seed_offset = 60
     needs = (E1,)
 
     def check_plan(self, plan: Any) -> None:
@@ -100,7 +99,7 @@ class E6Baselines(Experiment[E6Plan, E6Measurements]):
 
         p, e1 = plan.section(self), plan.section(E1)
         n_rec = len(record_steps(p))
-        for model, method, runs, _ in baseline_calls(p, e1.model, e1.big_d):
+        for model, method, runs in baseline_calls(p, e1.model, e1.big_d):
             check_baseline_size(model, method, samples=p.samples, runs=runs, records=n_rec)
 
     def run(self, p: E6Plan, ctx: ExperimentContext) -> E6Measurements:
@@ -112,13 +111,15 @@ class E6Baselines(Experiment[E6Plan, E6Measurements]):
         att_dims = dims if p.attention_big_d else (base.d,)
         pending = ctx.submit("E6", sweep_spec(
             base.replace(signal_sign="random"), step, seed=ctx.seed, runs=p.attention_runs,
+            spawn_key=ctx.spawn_key("attention"),
             steps=p.attention_steps, record="log", grid={"model.d": list(att_dims)}))
         ks = record_steps(p)
         results: dict[tuple, Result] = {}
         for d in dims:
             results[d, "fixed", "sga"] = e1.headline if d == base.d else e1.big
-        for model, method, runs, j in baseline_calls(p, base, dims[1]):
-            res = baseline(model, method, samples=p.samples, runs=runs, seed=ctx.seed + 1 + j,
+        for model, method, runs in baseline_calls(p, base, dims[1]):
+            res = baseline(model, method, samples=p.samples, runs=runs,
+                           seed=ctx.stream("baseline", method, model.signal_sign, model.d),
                            record=ks)
             for sign in SIGNS if method in SIGN_BLIND else (model.signal_sign,):
                 results[model.d, sign, method] = res
@@ -135,7 +136,8 @@ class E6Baselines(Experiment[E6Plan, E6Measurements]):
                 table = efficiency(model, list(p.targets), methods=("sga", *BASELINES),
                                    samples=p.samples, results=have, simulate=False,
                                    attention_step=step, attention_theory=p.attention_theory,
-                                   theory_samples=p.theory_samples)
+                                   theory_samples=p.theory_samples,
+                                   seed=ctx.stream("efficiency", d, sign))
                 for r in table.to_dict("records"):
                     rows.append({"d": d, "sign": sign, **r})
                 for m in BASELINES:
@@ -224,6 +226,10 @@ class E6Baselines(Experiment[E6Plan, E6Measurements]):
         sec.para(m.verdict)
         return sec
 
+    def example_measurements(self, p: E6Plan) -> E6Measurements:
+        """Measurements of the kind E6 reports (it checks no claim)."""
+        return E6Measurements.of(seed=2666, dims=(100, 1000), table=[], verdict="(none)")
+
 
 E6 = E6Baselines()
 
@@ -235,19 +241,19 @@ def record_steps(p: E6Plan) -> list[int]:
 
 
 def baseline_calls(p: E6Plan, base: ModelConfig, big_d: int
-                   ) -> list[tuple[ModelConfig, str, int, int]]:
-    """``(model, method, runs, j)`` of every baseline run E6 makes (``j``: the method's index,
-    its seed offset): each method at ``base.d`` and ``big_d`` in both sign variants, except
+                   ) -> list[tuple[ModelConfig, str, int]]:
+    """``(model, method, runs)`` of every baseline run E6 makes (its stream is keyed
+    ``(E6, "baseline", method, sign, d)``): each method at ``base.d`` and ``big_d`` in both sign variants, except
     that the sign-blind ones (PCA, Oja) run once, with the fixed sign, for both, and PCA at
     ``big_d`` runs ``p.pca_big_runs`` times (0: not at all)."""
     calls = []
     for d in (base.d, big_d):
-        for j, method in enumerate(BASELINES):
+        for method in BASELINES:
             runs = p.pca_big_runs if (method == "pca" and d == big_d) else p.runs
             if runs == 0:
                 continue
             for sign in ("fixed",) if method in SIGN_BLIND else SIGNS:
-                calls.append((base.replace(d=d, signal_sign=sign), method, runs, j))
+                calls.append((base.replace(d=d, signal_sign=sign), method, runs))
     return calls
 
 

@@ -21,7 +21,8 @@ thread each, as one task graph: their sweeps' tasks share one process pool
 (:class:`~attnsignal.reproduce.scheduler.SharedPool`, costliest task first), an experiment
 that ``needs`` another waits for that one's typed measurements, and theory, analysis and
 figures run in this process while the pool simulates. The numbers do not depend on the
-schedule: every random stream is fixed by the plan's seed.
+schedule: every random stream is ``SeedSequence(plan.seed, spawn_key=(experiment, purpose,
+…))`` (:mod:`attnsignal.seeds`), whatever runs when or where.
 
 Returns the claims; the command exits non-zero when a claim that should hold fails. When an
 experiment fails, the shared pool is shut down (the others stop) and :func:`reproduce` raises
@@ -44,15 +45,17 @@ from typing import Any, Callable, Iterator
 
 from .._blas import single_blas_thread
 from .._version import __version__
-from ..claims import CLAIMS_HEADER, ClaimResult, check_claims, claims_failed, claims_table_rows
+from ..claims import CLAIMS_HEADER, ClaimResult, claims_failed, claims_table_rows
 from ..paths import REPRODUCTION_LOCK, file_lock, output_in_use
 from ..persistence import remove_temporaries
 from ..report import Report, Section
 from ..results import atomic_write
+from ..seeds import KeyNames
+from .claims import check_claims
 from .context import ExperimentContext, Shared
 from .experiment import Experiment, Measurements
 from .plan import Plan
-from .registry import EXPERIMENTS
+from .registry import EXPERIMENTS, select
 
 __all__ = ["reproduce", "ReproductionResult", "ExperimentError", "claim_output"]
 
@@ -106,7 +109,9 @@ class ReproductionResult:
 
 def _check_registry() -> None:
     seen: set[str] = set()
+    codes = KeyNames()
     for exp in EXPERIMENTS:
+        codes.code(exp.name)  # the first part of every stream's key: no two may share a code
         for dep in exp.needs:
             if dep.name not in seen:
                 raise RuntimeError(f"{exp.name} needs {dep.name}, which must come earlier in "
@@ -121,22 +126,26 @@ def reproduce(
     *,
     quick: bool = False,
     plan: Plan | None = None,
+    only: Any = None,
     executor: str = "local",
     scheduler: str | None = None,
     workers: int | None = None,
     progress: bool = True,
     log: Callable[[str], None] = print,
 ) -> ReproductionResult:
-    """Run every experiment, check the claims and write the report. See the module
+    """Run the experiments, check their claims and write the report. See the module
     docstring. ``plan`` defaults to ``Plan.quick()`` with ``quick``, else ``Plan.full()``.
-
-    Raises ``ConfigError`` naming ``out`` when another reproduction is writing into it
+    ``only``: names of the experiments to run (``["E1", "E3"]``; default: every registered
+    one) — the experiments they ``need`` run too; the report, the claims and
+    ``measurements.json`` hold those that ran. Raises ConfigError for an unknown name, and
+    ConfigError naming ``out`` when another reproduction is writing into it
     (:func:`claim_output`), before any work."""
     from ..sweep.runner import check_executor_options
 
     # the sweep layer's own validator, before anything is written
     check_executor_options(executor, scheduler, workers)
     _check_registry()
+    experiments = select(only)
     t_start, cpu_start = time.perf_counter(), time.process_time()
     plan = plan or (Plan.quick() if quick else Plan.full())
     out = Path(out)
@@ -185,9 +194,9 @@ def _reproduce(out: Path, plan: Plan, executor: str, scheduler: str | None,
     # threads spin on this process's small products (attnsignal._blas)
     with single_blas_thread():
         try:
-            for exp in EXPERIMENTS:
+            for exp in experiments:
                 shared.results[exp.name] = Future()
-            for exp in EXPERIMENTS:
+            for exp in experiments:
                 th = threading.Thread(target=_run_one, name=f"experiment-{exp.name}",
                                       args=(exp, plan, shared, sections, log), daemon=True)
                 th.start()
@@ -197,21 +206,25 @@ def _reproduce(out: Path, plan: Plan, executor: str, scheduler: str | None,
             if shared.failures:
                 (name, exc), rest = shared.failures[0], shared.failures[1:]
                 raise ExperimentError(name, exc, [n for n, _ in rest]) from exc
-            measurements = {e.name: shared.results[e.name].result() for e in EXPERIMENTS}
+            measurements = {e.name: shared.results[e.name].result() for e in experiments}
             worker_cpu = pool.worker_cpu_seconds() if pool is not None else None
         finally:
             bar.close()
             if pool is not None:
                 pool.shutdown()
     t_io = time.perf_counter()
-    claims = check_claims(plan, measurements)
+    claims = check_claims(plan, measurements, experiments)
     total = time.perf_counter() - t_start
 
+    ran = ("" if len(experiments) == len(EXPERIMENTS) else
+           "Experiments run: " + ", ".join(e.name for e in experiments) + " (--only). ")
     rep = Report(
         title="attnsignal — reproduction of “Asymptotic Signal Subspace Recovery in Softmax "
               "Attention Models” (arXiv 2606.22406)",
-        intro=(f"Mode: **{plan.mode}** · attnsignal {__version__} · "
-               f"seed {plan.seed} · Python {platform.python_version()} · wall time {total:.0f} s."),
+        intro=(ran + f"Mode: **{plan.mode}** · attnsignal {__version__} · "
+               f"seed {plan.seed} (every random stream is SeedSequence(seed, spawn_key="
+               f"(experiment, purpose, …))) · Python {platform.python_version()} · wall time "
+               f"{total:.0f} s."),
         note=("**Quick mode: a smoke test, not the paper reproduced.** Every experiment runs at "
               "reduced size (fewer runs, fewer samples), so each claim row checks a proxy at "
               "its own, looser tolerance (\"proxy PASS\"), and the numbers are not the "
@@ -222,10 +235,10 @@ def _reproduce(out: Path, plan: Plan, executor: str, scheduler: str | None,
     cs.table(claims_table_rows(claims, quick=plan.is_quick, links=True), header=CLAIMS_HEADER,
              collapse=False)
     cs.para("Each claim links to the section that holds its evidence (figures and tables).")
-    for exp in EXPERIMENTS:
+    for exp in experiments:
         # the claims table links to the experiments by name
         rep.sections.append(sections[exp.name].set_anchor(exp.name.lower()))
-    timings = {e.name: shared.timings[e.name].wall for e in EXPERIMENTS} | {"total": total}
+    timings = {e.name: shared.timings[e.name].wall for e in experiments} | {"total": total}
     _timings_section(rep.section("Timings", anchor="timings"), shared, total)
     rep.write(out)
     atomic_write(out / "claims.json", lambda p: Path(p).write_text(
