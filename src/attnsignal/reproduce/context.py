@@ -109,6 +109,7 @@ class Timing:
     theory_seconds: float = 0.0  # its ctx.compute calls' own time (in the pool's workers)
     theory_cpu: float = 0.0      # their CPU time (the thread that ran each)
     theory_tasks: int = 0
+    cpu: float = 0.0             # CPU time of its own thread in this process
 
     @property
     def wall(self) -> float:

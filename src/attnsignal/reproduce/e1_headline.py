@@ -27,7 +27,7 @@ import numpy as np
 
 from ..claims import ClaimResult, passed
 from ..config import ModelConfig, StepSize
-from ..plots import band, save_figure, _plt
+from ..plots import _plt, band, legend_below, save_figure, schedule_tex
 from ..report import Section
 from ..results import Result
 from ..simulate import simulate
@@ -257,15 +257,16 @@ class E1Headline(Experiment[E1Plan, E1Measurements]):
 
     def figures(self, p: E1Plan, m: E1Measurements, fig_dir: Path) -> list[Path]:
         plt = _plt()
-        fig, axes = plt.subplots(1, 3, figsize=(16, 4.6), gridspec_kw={"width_ratios": [1, 1, 0.9]})
+        fig, axes = plt.subplots(1, 3, figsize=(13, 4.6), gridspec_kw={"width_ratios": [1, 1, 0.9]})
         for ax, res, tr, eff in zip(axes[:2], (m.headline, m.big), (m.track, m.big_track),
                                     (m.eff, m.big_eff)):
             a = np.abs(res.alignment)
             for row in a:
                 ax.plot(res.ode_time, row, color="tab:blue", lw=0.4, alpha=0.3)
             mean, lo, hi = band(a)
-            ax.fill_between(res.ode_time, lo, hi, color="tab:blue", alpha=0.2, label="10–90 % of runs")
-            ax.plot(res.ode_time, mean, color="navy", lw=2, label=f"mean of {a.shape[0]} runs")
+            ax.fill_between(res.ode_time, lo, hi, color="tab:blue", alpha=0.2,
+                            label="simulation: 10–90 % of runs")
+            ax.plot(res.ode_time, mean, color="navy", lw=2, label="simulation: mean of the runs")
             ode = np.abs(tr.ode) if tr.mode == "signed" else tr.ode
             ax.plot(tr.t, ode, color="tab:red", ls="--", lw=1.6, label="limiting ODE (same starts)")
             ax.plot(res.ode_time, eff.mean_abs, color="tab:green", lw=1.6,
@@ -276,29 +277,31 @@ class E1Headline(Experiment[E1Plan, E1Measurements]):
             ax.axhline(TARGET, color="k", ls=":", lw=1, label="0.9965 (paper)")
             ax.set_xlim(0, res.ode_time[-1])
             ax.set_ylim(0, 1.01)
-            ax.set_xlabel("ODE time t = Σ η_k")
-            ax.set_ylabel("|ρ|")
-            ax.set_title(f"d = {res.model.d}: final |ρ| = {np.abs(res.final_alignment).mean():.4f} ± "
-                         f"{np.abs(res.final_alignment).std(ddof=1):.4f}", fontsize=10)
+            ax.set_xlabel(r"ODE time $t = \Sigma_{j<k}\,\eta_j$")
+            ax.set_ylabel(r"$|\rho|$")
+            ax.set_title(f"$d = {res.model.d}$, {a.shape[0]} runs: final $|\\rho|$ = "
+                         f"{np.abs(res.final_alignment).mean():.4f} ± "
+                         f"{np.abs(res.final_alignment).std(ddof=1):.4f}", fontsize=10.5)
             ax.grid(alpha=0.3)
-            ax.legend(loc="lower right", fontsize=8)
         ax3 = axes[2]
         for res, c in ((m.headline, "navy"), (m.big, "tab:purple")):
             gap = 1 - np.abs(res.alignment[:, 1:])
             mean, lo, hi = band(gap)
             ax3.fill_between(res.steps[1:], lo, hi, color=c, alpha=0.15)
-            ax3.plot(res.steps[1:], mean, color=c, lw=1.8, label=f"d = {res.model.d}")
-        ax3.axhline(1 - TARGET, color="k", ls=":", lw=1, label="1 − 0.9965")
+            ax3.plot(res.steps[1:], mean, color=c, lw=1.8, label=f"$1 - |\\rho|$ at $d = {res.model.d}$")
+        ax3.axhline(1 - TARGET, color="k", ls=":", lw=1)
         ax3.set_yscale("log")
-        ax3.set_xlabel("step k (samples per run)")
-        ax3.set_ylabel("1 − |ρ| (mean, 10–90 % band)")
-        ax3.set_title("approach to ±ξ", fontsize=10)
+        ax3.set_xlabel("step $k$ (samples per run)")
+        ax3.set_ylabel(r"$1 - |\rho|$ (mean, 10–90 % band)")
+        ax3.set_title(r"approach to $\pm\xi$", fontsize=10.5)
         ax3.grid(alpha=0.3, which="both")
-        ax3.legend(fontsize=8)
         m100 = p.model
-        fig.suptitle(f"E1 — θ = {m100.theta}, R = {m100.n_informative}, N = {m100.n_nuisance}, "
-                     f"{p.step.describe()}, {p.steps} samples per run", fontsize=10)
-        fig.tight_layout()
+        fig.suptitle(f"E1 — $\\theta$ = {m100.theta}, $R$ = {m100.n_informative}, "
+                     f"$N$ = {m100.n_nuisance}, {schedule_tex(p.step)}, {p.steps} samples per run",
+                     fontsize=11)
+        handles, labels = axes[0].get_legend_handles_labels()
+        h3, l3 = ax3.get_legend_handles_labels()
+        legend_below(fig, handles + h3, labels + l3, ncol=4)
         return save_figure(fig, fig_dir / "e1_headline")[:1]
 
     def report_section(self, p: E1Plan, m: E1Measurements, fig_dir: Path) -> Section:
@@ -306,9 +309,9 @@ class E1Headline(Experiment[E1Plan, E1Measurements]):
         sec = Section(self.title)
         sec.para(
             f"{m.runs} independent runs of the exact alignment chain (equal in law to the "
-            f"literal algorithm), θ = {m100.theta}, R = {m100.n_informative}, N = {m100.n_nuisance}, "
-            f"uniform random starts, schedule {p.step.describe()}, {p.steps} samples per run "
-            f"(seed {m.seed})."
+            f"literal algorithm), $\\theta = {m100.theta}$, $R = {m100.n_informative}$, "
+            f"$N = {m100.n_nuisance}$, uniform random starts, schedule {schedule_tex(p.step)} "
+            f"(Robbins–Monro), {p.steps} samples per run (seed {m.seed})."
         )
         sec.table(
             [[f"d = {m100.d}", f"{m.mean_final_abs:.4f} ± {m.sd_final_abs:.4f}",
@@ -317,22 +320,23 @@ class E1Headline(Experiment[E1Plan, E1Measurements]):
              [f"d = {p.big_d}", f"{m.d1000_mean_final_abs:.4f} ± {m.d1000_sd_final_abs:.4f}",
               f"{m.d1000_min_final_abs:.4f}", f"{m.d1000_fraction_plus:.0%}",
               _fmt_steps(m.pred_samples_d1000), _fmt_seen(m.measured_samples_d1000, p.steps)]],
-            header=["dimension", "final |ρ| (mean ± sd)", "min", "runs at +ξ",
+            header=["dimension", "final $|\\rho|$ (mean ± sd)", "min", "runs at $+\\xi$",
                     "samples the finite-step theory predicts for 0.9965",
-                    "samples at which the mean |ρ| reached 0.9965"],
+                    "samples at which the mean $|\\rho|$ reached 0.9965"],
         )
         ratio = m.measured_samples_d100 / m.pred_samples_d100
         sec.para(
             "The prediction is the later of the ODE's hitting step and the step where the "
-            "constant-step plateau passes 0.9965 — a quasi-static figure that assumes |ρ| "
+            "constant-step plateau passes 0.9965 — a quasi-static figure that assumes $|\\rho|$ "
             "settles on its plateau at once, so it is a lower bound"
             + (f": at d = {m100.d} the runs took {ratio:.2f}× the predicted samples."
                if np.isfinite(ratio) else ".")
         )
         sec.figure(fig_dir / "e1_headline.png",
-                   "Every run (thin), the mean, the 10–90 % band, the limiting ODE from the same "
-                   "starts and the effective dynamics (green: predicted mean |ρ| and its "
-                   "10–90 % band at finite step and dimension).")
+                   "Alignment against ODE time at both dimensions: every run (thin), the mean, "
+                   "the 10–90 % band, the limiting ODE from the same starts and the effective "
+                   "dynamics (green: predicted mean $|\\rho|$ and its 10–90 % band at finite "
+                   "step and dimension); right, $1 - |\\rho|$ against samples on a log scale.")
         sec.table(
             [[f"d = {m100.d}", f"{m.ode_gap:.4f} (SE {m.ode_gap_se:.4f})",
               f"{m.effective_gap:.4f} (SE {m.effective_gap_se:.4f})",
@@ -344,18 +348,19 @@ class E1Headline(Experiment[E1Plan, E1Measurements]):
                     "largest gap to the effective dynamics", "effective dynamics computed in"],
         )
         sec.para(
-            "Largest gaps over the records between the simulated mean |ρ| and each theory, "
+            "Largest gaps over the records between the simulated mean $|\\rho|$ and each theory, "
             "with the standard error of the simulated mean where the gap is largest. The "
             "simulation trails the limiting ODE early on, where the step is largest (the "
-            "finite-step correction, E5); the effective dynamics — the law of ρ_k evolved "
-            "with the exact finite-η one-step drift and diffusion, from the exact law of a "
+            "finite-step correction, [E5](#e5)); the effective dynamics — the law of "
+            "$\\rho_k$ evolved with the exact finite-$\\eta$ one-step drift and diffusion, "
+            "from the exact law of a "
             f"uniform start, {p.effective_samples} reduced draws per moment node — predicts "
             "the runs at their own step and dimension; the claims table checks it at "
             f"d = {p.big_d}."
         )
         sec.para(
-            f"Literal spot check: {p.literal_runs} runs of the literal O(L·d) algorithm, "
-            f"{p.literal_steps} steps: mean |ρ| {m.literal_mean_abs:.4f} against the chain's "
+            f"Literal spot check: {p.literal_runs} runs of the literal $O(Ld)$ algorithm, "
+            f"{p.literal_steps} steps: mean $|\\rho|$ {m.literal_mean_abs:.4f} against the chain's "
             f"{m.chain_check_mean_abs:.4f} over {m.chain_check_runs} runs (z = {m.literal_z:+.2f}). "
             f"Cost per sample: literal {m.literal_seconds_per_sample * 1e3:.2f} ms, chain "
             f"{m.chain_seconds_per_sample * 1e6:.1f} µs."
