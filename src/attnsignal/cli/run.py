@@ -2,21 +2,20 @@
 
 from __future__ import annotations
 
-import warnings
 from pathlib import Path
 from typing import Optional
 
 import typer
 from rich.table import Table
 
-from ..config import NotRobbinsMonroWarning, RunConfig
+from ..config import RunConfig
 from ..engines import get_engine
 from ..paths import check_output_dir
-from ..simulate import DivergenceWarning, simulate
+from ..simulate import simulate
 from ._app import app
 from ._common import (
-    MODEL_FIELDS, RUN_FIELDS, STEP_FIELDS, build_configs, config_options, console, fmt, out,
-    progress_bar,
+    MODEL_FIELDS, RUN_FIELDS, STEP_FIELDS, build_configs, config_options, fmt, out,
+    progress_bar, reported_warnings,
 )
 
 #: Defaults of a bare ``attnsignal run``: about 15 s on 2 cores, and every run ends with
@@ -61,14 +60,10 @@ def run_cmd(
     model, step, run = build_configs(flags, config, RUN_DEFAULTS)
     check_output_dir(out_dir, "out", create=False)  # a file, read-only...: before simulating
     get_engine(run["engine"]).check(model, RunConfig(**run))  # before the progress bar
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", NotRobbinsMonroWarning)
-        warnings.simplefilter("always", DivergenceWarning)
-        with progress_bar(int(run["steps"]), f"{run['engine']} · {run['runs']} runs", not quiet) as adv:
-            result = simulate(model, step, progress=adv, **run)
-    for w in caught:
-        if issubclass(w.category, (NotRobbinsMonroWarning, DivergenceWarning)):
-            console.print(f"[yellow]warning:[/] {w.message}")
+    with reported_warnings(), progress_bar(int(run["steps"]),
+                                           f"{run['engine']} · {run['runs']} runs",
+                                           not quiet) as adv:
+        result = simulate(model, step, progress=adv, **run)
     result.save(out_dir)
     if plot:
         from ..plots import plot_run

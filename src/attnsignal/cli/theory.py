@@ -26,14 +26,14 @@ import pandas as pd
 import typer
 from rich.table import Table
 
-from ..config import ConfigError, NotRobbinsMonroWarning, RunConfig
+from ..config import ConfigError, RunConfig
 from ..limits import MAX_EXACT_BETA_SIGMA
 from ..paths import check_output_dir
 from ..validation import Integer, OneOf, Real, Sequence
 from ._app import UsageFailure, app
 from ._common import (
     MODEL_FIELDS, STEP_FIELDS, build_configs, config_options, console, fmt, load_toml, option,
-    option_value, out, progress_bar,
+    option_value, out, progress_bar, reported_warnings,
 )
 from .run import RUN_DEFAULTS
 
@@ -300,7 +300,7 @@ def ode_cmd(
     |ρ|, and the max gaps of both theories to the simulated mean |ρ| are printed with their
     standard errors.
     """
-    from ..simulate import DivergenceWarning, simulate
+    from ..simulate import simulate
     from ..theory import OdeSolution, landscape_verdict, solve_ode, tracking, vector_field
     from ..theory.landscape import default_method
     from ..theory.plots import plot_ode
@@ -375,15 +375,10 @@ def ode_cmd(
     result = tr = None
     if compare:
         run["initial_alignment"] = r0
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", NotRobbinsMonroWarning)
-            warnings.simplefilter("always", DivergenceWarning)
-            with progress_bar(int(run["steps"]), f"{run['engine']} · {run['runs']} runs",
-                              not quiet) as adv:
-                result = simulate(model, step, progress=adv, **run)
-        for w in caught:
-            if issubclass(w.category, (NotRobbinsMonroWarning, DivergenceWarning)):
-                console.print(f"[yellow]warning:[/] {w.message}")
+        with reported_warnings(), progress_bar(int(run["steps"]),
+                                               f"{run['engine']} · {run['runs']} runs",
+                                               not quiet) as adv:
+            result = simulate(model, step, progress=adv, **run)
         result.save(out_dir / "simulation")
         if bool(np.all(result.diverged)):
             raise UsageFailure("runs: every simulated run diverged (try a smaller --eta0); "
