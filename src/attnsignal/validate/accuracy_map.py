@@ -83,7 +83,7 @@ class MapSettings(Config):
     seed: int = 27
     n_samples: int = 4000
     budget: float = 1.2e9
-    max_steps: int = 30_000
+    max_steps: int = 50_000
     max_blocks: int | None = 20_000
     tolerance: float = 0.01
     diffusion_scale: float = 1.0

@@ -12,10 +12,10 @@ box :data:`BOX` (the range of the documentation's examples and of the paper, and
 * the schedule's power ``p`` uniform on [0.6, 1].
 
 The schedule's scale is drawn *relative to the theory*, because the useful steps span twelve
-decades across the box: ``η0 = f_η · η_max`` with ``f_η`` log-uniform on [0.1, 1], where
+decades across the box: ``η0 = f_η · η_max`` with ``f_η`` log-uniform on [0.3, 1], where
 ``η_max`` is the largest constant step whose plateau stays above ``|ρ| = 0.5``
 (:func:`~attnsignal.theory.finite_step.largest_plateau_step`) — so every run can pass mean
-``|ρ| = 0.5`` — and ``k0 = f_k · t_{0.5}/η0`` with ``f_k`` log-uniform on [0.3, 3], where
+``|ρ| = 0.5`` — and ``k0 = f_k · t_{0.5}/η0`` with ``f_k`` log-uniform on [0.5, 5], where
 ``t_{0.5}`` is the limiting ODE's time from the uniform start's mean ``|ρ0|`` to ``0.5``
 (``t_{0.5}/η0`` is the escape's length in steps at the constant step ``η0``), so the step
 decays during the escape by a factor the draw sets rather than before it or long after.
@@ -50,8 +50,8 @@ class MapBox:
     theta: tuple[float, float] = (0.1, 1.5)
     beta: tuple[float, float] = (0.3, 2.5)
     power: tuple[float, float] = (0.6, 1.0)
-    eta_fraction: tuple[float, float] = (0.1, 1.0)
-    k0_factor: tuple[float, float] = (0.3, 3.0)
+    eta_fraction: tuple[float, float] = (0.3, 1.0)
+    k0_factor: tuple[float, float] = (0.5, 5.0)
     batches: tuple[int, ...] = (1, 8)
 
     def describe(self) -> str:
