@@ -17,7 +17,7 @@ import typer
 
 from ..validation import ConfigError, Optional as Opt, Real, parse_text
 from . import app
-from ._common import FIELD_TABLE, MODEL_FIELDS, build_configs, config_options, out
+from ._common import FIELD_TABLE, MODEL_FIELDS, build_configs, config_options, console, out
 
 MODEL_DEFAULTS = {"d": 100, "n_informative": 20, "n_nuisance": 80, "theta": 0.5, "beta": 1.0,
                   "noise_std": 1.0, "signal_sign": "fixed"}
@@ -72,6 +72,9 @@ def advise_cmd(
 
     adv = advise_schedule(model, tgt, batch=b, update=upd, initial_alignment=r0, seed=sd)
     out.print(adv.describe(), soft_wrap=True)
+    diag = getattr(adv.dynamics, "diagnostic", None)
+    if diag is not None and diag.verdict != "ok":
+        console.print(f"[yellow]warning:[/] {diag.message}", soft_wrap=True)
     frames = []
     for name, ed in (("advised", adv.dynamics), ("optimal", adv.optimal_dynamics)):
         q10, q90 = ed.quantile([0.1, 0.9])
