@@ -53,7 +53,7 @@ from ..validation import Config, Integer, Optional, Real
 from .box import MapConfig
 from .plan import Prediction, chain_token_samples, predict
 
-__all__ = ["MapSettings", "MapResult", "run_map", "TARGETS", "map_row"]
+__all__ = ["MapSettings", "MapResult", "MapFailed", "run_map", "TARGETS", "map_row"]
 
 #: What the map must show (issue targets, stated in the report beside the measured fractions).
 TARGETS = {"excess_fraction": 0.95, "band_fraction": 0.90, "band_centre": 0.80,
@@ -301,6 +301,21 @@ class MapResult:
             "wall_seconds": self.seconds,
         }
 
+    @classmethod
+    def load(cls, out: str | Path) -> "MapResult":
+        """The map written by :func:`run_map` into ``out`` (``map.parquet`` and
+        ``map.json``). Raises ``ConfigError`` (field ``out``) when there is none."""
+        root = Path(out)
+        info = _read_json(root / "map.json")
+        if not isinstance(info, dict) or "run" not in info:
+            raise ConfigError("out", "must hold a finished accuracy map (map.json, "
+                              "map.parquet)", str(out))
+        table = pd.read_parquet(root / "map.parquet")
+        run = info["run"]
+        return cls(table=table, settings=MapSettings.from_dict(info["settings"], prefix=""),
+                   out=root, executor=run["executor"], seconds=float(run["seconds"]),
+                   cpu_seconds=dict(run["cpu_seconds"]))
+
     def misses(self) -> pd.DataFrame:
         """The configurations that miss a target (excess beyond the tolerance, or the band
         outside 80 ± 8 %), or that the effective dynamics refused."""
@@ -309,6 +324,21 @@ class MapResult:
 
 
 # ----------------------------------------------------------------------------- running
+
+
+class MapFailed(RuntimeError):
+    """Configurations of the map raised (the others' rows are stored: re-running the same
+    call computes only what is missing). ``failures``: ``(config, exception)`` pairs."""
+
+    def __init__(self, failures: list[tuple[MapConfig, BaseException]]):
+        self.failures = failures
+        first = "; ".join(f"{c.label()}: {type(e).__name__}: {e}" for c, e in failures[:2])
+        super().__init__(f"{len(failures)} configuration(s) failed ({first}); re-run to retry "
+                         "them (finished configurations are kept)".replace("\n", " "))
+
+    def __reduce__(self):
+        return (type(self), (self.failures,))
+
 
 
 def _chain_chunk(cfg: MapConfig, runs: int, steps: int) -> int:
@@ -455,15 +485,20 @@ def run_map(configs: Sequence[MapConfig], out: str | Path, settings: MapSettings
     t0, c0 = time.perf_counter(), time.process_time()
     backend, jobs = _backend(executor, scheduler, workers, retries, slurm, len(configs))
     root.mkdir(parents=True, exist_ok=True)
-    _write_json(root / "map.json", {"format": "attnsignal.map/1", "version": __version__,
-                                    "settings": settings.to_dict(),
-                                    "configs": [c.to_dict() for c in configs]})
+    info: dict[str, Any] = {"format": "attnsignal.map/1", "version": __version__,
+                            "settings": settings.to_dict(),
+                            "configs": [c.to_dict() for c in configs]}
+    _write_json(root / "map.json", info)
     bar = _Bar(progress, len(configs), 0, f"accuracy map · {len(configs)} configurations")
     runner = _Runner(root, settings, backend, bar, lambda s: (bar.log(s), log(s)))
     try:
         with ThreadPoolExecutor(max_workers=min(backend.concurrent, len(configs)),
                                 thread_name_prefix="map") as threads:
-            rows = list(threads.map(runner.one, configs))
+            futures = [threads.submit(runner.one, c) for c in configs]
+        failed = [(c, f.exception()) for c, f in zip(configs, futures) if f.exception()]
+        if failed:
+            raise MapFailed(failed)
+        rows = [f.result() for f in futures]
         worker_cpu = backend.worker_cpu()
     finally:
         bar.close()
@@ -476,4 +511,7 @@ def run_map(configs: Sequence[MapConfig], out: str | Path, settings: MapSettings
                        cpu_seconds={"coordinator": time.process_time() - c0,
                                     "workers": worker_cpu})
     write_outputs(result)
+    _write_json(root / "map.json", {**info, "run": {
+        "executor": result.executor, "seconds": result.seconds,
+        "cpu_seconds": result.cpu_seconds}})
     return result
