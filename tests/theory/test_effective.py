@@ -150,7 +150,7 @@ def test_bad_input_is_one_config_error(kwargs):
 
 
 def test_a_minibatch_pool_beyond_memory_is_refused_before_any_draw(monkeypatch):
-    """B = 3 000 of 4 000 draws needs ≈ 0.6 TB of pool: one ConfigError naming ``batch``,
+    """B = 3 000 needs ≈ 0.9 TB of per-chunk minibatch arrays: one ConfigError naming ``batch``,
     raised in well under the time one draw of the pool would take (the check runs first, in
     effective_dynamics itself, not only in the command line's pre-check)."""
     import time
@@ -160,9 +160,13 @@ def test_a_minibatch_pool_beyond_memory_is_refused_before_any_draw(monkeypatch):
     def no_pool(*a, **k):  # reaching the pool means the check came too late
         raise AssertionError("the gradient pool was drawn")
 
+    import attnsignal.theory.moments as mom
+
     monkeypatch.setattr(eff, "_gradient_pool", no_pool)
+    monkeypatch.setattr(mom, "_gradient_pool", no_pool)
+    monkeypatch.setattr(mom, "_accumulate", no_pool)
     t0 = time.perf_counter()
-    with pytest.raises(ConfigError, match=r"^batch: must keep the effective dynamics' minibatch"):
+    with pytest.raises(ConfigError, match=r"^batch: must keep the one-step moments' minibatches"):
         effective_dynamics(SMALL, STEP, steps=10, batch=3000)
     assert time.perf_counter() - t0 < 5.0
 
@@ -170,9 +174,9 @@ def test_a_minibatch_pool_beyond_memory_is_refused_before_any_draw(monkeypatch):
 def test_minibatches_from_the_pool_have_independent_batch_moments():
     """The minibatches built from the common pool (``_batches``) have ``Var ḡ_e = Var g_e/B``
     and ``E||ū||² = E||u||²/B`` (independent uniform complement directions): within 3 %."""
-    from attnsignal.theory.effective import _batches, _gradient_pool
+    from attnsignal.theory.moments import _batches, _gradient_pool
 
-    pool = _gradient_pool(SMALL, np.array([0.1]), 20_000, 0)
+    pool, _ = _gradient_pool(SMALL, np.array([0.1]), 20_000, 0)
     _, ge, u2 = _batches(pool, 4, SMALL.d - 2, 0)
     assert ge.var() == pytest.approx(pool[0, :, 1].var() / 4, rel=0.03)
     assert u2.mean() == pytest.approx(pool[0, :, 2].mean() / 4, rel=0.03)
@@ -218,13 +222,13 @@ def test_pool_kernel_matches_the_reduced_sampler_draw_by_draw(model):
     literal vectorised sampler (``ReducedDraws.gradient``, DESIGN §2.1) on the same draws, at
     alignments from −0.9999 to 0.9999: each value to relative 1e-6 (the two differ by
     rounding only; at β = 8 without the one-by-one fallback some draws are off by 5 %)."""
-    from attnsignal.theory.effective import _gradient_pool
+    from attnsignal.theory.moments import _gradient_pool
     from attnsignal.theory.reduced import reduced_chunks
 
     std = model.standardized()
     rhos = np.tanh(np.linspace(-5.0, 5.0, 23))
     n = 150
-    pool = _gradient_pool(std, rhos, n, 11)
+    pool, _ = _gradient_pool(std, rhos, n, 11)
     ref = np.empty_like(pool)
     pos = 0
     for draws in reduced_chunks(std, n, 11):

@@ -24,12 +24,28 @@ numpy at one ``ρ`` (the literal transcription, kept as the reference), and
 exponentials once per draw, the nuisance tokens through their ρ-free moments — which the
 statistics (:func:`accumulate`) and the effective dynamics use. They agree to rounding
 (``tests/theory/test_effective.py``, draw by draw).
+
+Importance sampling of the largest score (:class:`ScoreTilt`). Statistics such as
+``E[Δz²]`` of one finite step are dominated, at ``β ≳ 1`` and large ``L``, by rare draws in
+which one token's score ``a_j`` lies well above the typical maximum ``√(2 ln L)``: its weight
+``α_j`` is then far above the others', and terms like ``γ²α_j`` in ``c_j`` make ``g_q``,
+``g_e`` and above all ``||u||² ∝ α_j⁴ γ⁴ χ'`` large. With ``tilt`` set, :func:`reduced_chunks`
+draws from the defensive mixture ``q = λ₀ φ + (1 − λ₀) φ_tilt``: with probability ``1 − λ₀`` one
+token ``j`` (of either class with probability ½, uniform within it) gets ``a_j ~ N(μ_k, 1)``,
+``μ_k`` uniform on the grid :attr:`ScoreTilt.shifts`. Each draw carries its likelihood ratio
+
+    w(a) = φ(a)/q(a) = 1 / (λ₀ + (1 − λ₀) T(a)),
+    T(a) = (1/K) Σ_k e^{−μ_k²/2} Σ_c (p_c/|c|) Σ_{j ∈ c} e^{μ_k a_j},
+
+so ``E_φ[f] = E_q[w f]`` for every statistic ``f``, and ``w <= 1/λ₀`` (a defensive mixture
+never does much worse than plain sampling). ``T`` depends on ``a`` only: one weight per draw
+serves every ``ρ`` and every step.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 import math
 
@@ -38,7 +54,8 @@ from numba import njit, prange
 
 from ..config import ModelConfig
 
-__all__ = ["ReducedDraws", "GradientParts", "reduced_chunks", "one_step", "accumulate"]
+__all__ = ["ReducedDraws", "GradientParts", "ScoreTilt", "reduced_chunks", "one_step",
+           "accumulate", "score_tilt"]
 
 _CHUNK = 1 << 20
 
@@ -55,7 +72,8 @@ class GradientParts:
 
 @dataclass(frozen=True, eq=False)
 class ReducedDraws:
-    """One chunk of ``n`` reduced samples: ``a, b, ζ`` ``(n, L)``, ``χ, χ'`` and ``ε`` ``(n,)``."""
+    """One chunk of ``n`` reduced samples: ``a, b, ζ`` ``(n, L)``, ``χ, χ'`` and ``ε`` ``(n,)``;
+    ``weight`` ``(n,)``: each draw's likelihood ratio ``w(a)`` (all 1 without a tilt)."""
 
     R: int
     theta: float
@@ -66,6 +84,7 @@ class ReducedDraws:
     chi: np.ndarray
     chi_p: np.ndarray
     eps: np.ndarray
+    weight: np.ndarray | None = None
 
     def gradient(self, rho: float) -> GradientParts:
         """Steps 2–6 at alignment ``rho`` (``|rho| <= 1``)."""
@@ -112,16 +131,63 @@ class ReducedDraws:
         return out
 
 
-def reduced_chunks(model: ModelConfig, n_samples: int, seed: int) -> Iterator[ReducedDraws]:
+@dataclass(frozen=True, eq=False)
+class ScoreTilt:
+    """The defensive mixture proposal of the largest score (module docstring).
+
+    share : ``1 − λ₀``, the probability that a draw has a tilted token (in (0, 1))
+    shifts : ``(K,)`` the means ``μ_k`` of the tilted token's ``a_j``
+    informative_share : ``p_I``, the probability that the tilted token is informative (the
+        rest go to the nuisance tokens; 1 when there are none)
+    """
+
+    share: float
+    shifts: np.ndarray
+    informative_share: float
+
+    def weights(self, a: np.ndarray, R: int) -> np.ndarray:
+        """``w(a) = 1/(λ₀ + (1 − λ₀) T(a))`` for the rows of ``a`` ``(n, L)`` (compiled
+        :func:`_tilt_kernel`; two exponentials a token)."""
+        a = np.ascontiguousarray(a, dtype=np.float64)
+        T = np.empty(a.shape[0])
+        mu = np.asarray(self.shifts, dtype=np.float64)
+        _tilt_kernel(a, int(R), float(mu[0]), int(mu.size), float(self.informative_share), T)
+        return 1.0 / ((1.0 - self.share) + self.share * T)
+
+
+def score_tilt(model: ModelConfig, batch: int = 1) -> ScoreTilt:
+    """The tilt the effective dynamics uses: ``μ_k = √(2 ln L) + k − 1``, ``k = 0..4`` (from one
+    below the typical largest of ``L`` scores to three above it, where a single token's weight
+    rises to a share of the partition sum at ``β ≳ 1``), half of the tilted tokens
+    informative, and ``1 − λ₀ = 1/(2B)`` per draw for minibatches of ``B`` — so a minibatch
+    holds about ½ tilted draw whatever ``B``, and its weight, the product of ``B`` draws'
+    weights, stays below ``(1 − 1/(2B))^{−B} <= 2``."""
+    L = model.n_tokens
+    centre = math.sqrt(2.0 * math.log(max(L, 2)))
+    shifts = centre + np.arange(-1.0, 4.0)
+    p_i = 0.5 if model.n_nuisance > 0 else 1.0
+    return ScoreTilt(share=0.5 / max(int(batch), 1), shifts=shifts, informative_share=p_i)
+
+
+def reduced_chunks(model: ModelConfig, n_samples: int, seed: Any,
+                   tilt: ScoreTilt | None = None, chunk: int | None = None,
+                   min_chunk: int = 1) -> Iterator[ReducedDraws]:
     """Yield chunks of reduced draws for the standardised ``model``, ``n_samples`` in all;
-    deterministic given ``seed`` (draw order per chunk: a, b, ζ, χ, χ', ε)."""
+    deterministic given ``seed`` (anything ``numpy.random.default_rng`` takes; draw order per
+    chunk: a, b, ζ, χ, χ', ε, then the tilt's choices). With ``tilt`` the draws come from its
+    mixture proposal and carry their likelihood ratios (``weight``). Chunks hold ``chunk``
+    draws (default ``2^20 / L``: ``3 n L`` doubles), a remainder below ``min_chunk`` joining
+    the chunk before it."""
     m = model.standardized()
     R, L, D = m.n_informative, m.n_tokens, m.d - 2
+    N = L - R
     rng = np.random.default_rng(seed)
-    per = max(1, min(n_samples, _CHUNK // L))
+    per = max(1, min(n_samples, _CHUNK // L) if chunk is None else int(chunk))
     left = n_samples
     while left > 0:
         k = min(per, left)
+        if 0 < left - k < min_chunk:
+            k = left
         left -= k
         a = rng.standard_normal((k, L))
         b = rng.standard_normal((k, L))
@@ -132,8 +198,18 @@ def reduced_chunks(model: ModelConfig, n_samples: int, seed: int) -> Iterator[Re
             eps = np.where(rng.random(k) < 0.5, -1.0, 1.0)
         else:
             eps = np.ones(k)
+        weight = None
+        if tilt is not None:
+            mu = np.asarray(tilt.shifts, dtype=np.float64)
+            on = rng.random(k) < tilt.share
+            informative = (rng.random(k) < tilt.informative_share) | (N == 0)
+            tok = np.where(informative, rng.integers(0, R, k), R + rng.integers(0, max(N, 1), k))
+            shift = mu[rng.integers(0, mu.size, k)]
+            rows = np.nonzero(on)[0]
+            a[rows, tok[rows]] += shift[rows]
+            weight = tilt.weights(a, R)
         yield ReducedDraws(R=R, theta=m.theta, beta=m.beta, a=a, b=b, zeta=zeta, chi=chi,
-                           chi_p=chi_p, eps=eps)
+                           chi_p=chi_p, eps=eps, weight=weight)
 
 
 def one_step(parts: GradientParts, rho: float, eta: float, update: str) -> np.ndarray:
@@ -409,3 +485,28 @@ def _pool_kernel(rhos, a, b, zeta, chi, chi_p, eps, theta, beta, R, out, pos):  
             out[r, pos + i, 0] = 2.0 * beta * Gq
             out[r, pos + i, 1] = 2.0 * beta * Ge
             out[r, pos + i, 2] = 4.0 * beta * beta * (lin * lin + nvp2 * chi_p[i])
+
+
+@njit(cache=True, parallel=True, nogil=True)
+def _tilt_kernel(a, R, mu0, K, p_i, out):  # pragma: no cover
+    """``out[i] = T(a_i)`` of :class:`ScoreTilt` for the shifts ``μ_k = mu0 + k``
+    (``k < K``): ``e^{μ_k x − μ_k²/2} = e^{μ₀x − μ₀²/2} · Π_{l<k} e^{x − μ₀ − l − 1/2}``, so two
+    exponentials a token."""
+    n, L = a.shape
+    N = L - R
+    p_n = 1.0 - p_i if N > 0 else 0.0
+    c_i = p_i / R
+    c_n = p_n / N if N > 0 else 0.0
+    for i in prange(n):
+        tot = 0.0
+        for j in range(L):
+            x = a[i, j]
+            e = math.exp(mu0 * x - 0.5 * mu0 * mu0)
+            ex = math.exp(x - mu0 - 0.5)
+            acc = 0.0
+            for k in range(K):
+                acc += e
+                e *= ex
+                ex *= 0.36787944117144233  # e^{−1}: the next factor is e^{x − μ₀ − k − 3/2}
+            tot += acc * (c_i if j < R else c_n)
+        out[i] = tot / K
