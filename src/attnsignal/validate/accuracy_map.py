@@ -114,11 +114,13 @@ def _key(*parts: Any) -> str:
 
 
 def _predict_task(cfg: MapConfig, settings: MapSettings) -> tuple[dict[str, Any], float]:
-    """What a worker runs: the prediction as a JSON-ready dict (one compute thread), and its
-    CPU seconds."""
-    from ..sweep.tasks import _single_thread
+    """What a worker runs: the prediction as a JSON-ready dict, and its CPU seconds. In a Dask
+    worker it computes on one thread, as a sweep task does (the local pool's workers already
+    do; in this process, ``serial``, nothing is changed)."""
+    from ..sweep import tasks
 
-    _single_thread()
+    if tasks._in_dask_worker():
+        tasks._single_thread()
     c0 = time.process_time()
     p = predict(cfg, runs=settings.runs, budget=settings.budget, max_steps=settings.max_steps,
                 n_samples=settings.n_samples, seed=settings.seeds(cfg.index)[1],
@@ -226,8 +228,10 @@ def map_row(pred: Prediction, values: np.ndarray | None, steps: np.ndarray | Non
         "plan_seconds": pred.plan_seconds, "plan_cpu": pred.plan_cpu,
         "chain_seconds": chain_seconds,
         "chain_token_samples": chain_token_samples(c, settings.runs, pred.steps),
-        "n_samples": pred.n_samples,
+        "n_samples": pred.n_samples, "draws": pred.extra.get("draws", math.nan),
     }
+    for k, v in pred.extra.get("diagnostic", {}).items():  # the diagnostic's numbers
+        row[f"diag_{k}"] = v
     nan = math.nan
     if values is None:
         row.update(sim_hit=-1, escaped=False, gap=nan, gap_step=-1, gap_se=nan, excess=nan,
