@@ -237,42 +237,41 @@ def predict(cfg: MapConfig, *, runs: int, budget: float, max_steps: int, n_sampl
                           n_samples=n_samples, plan_seconds=time.perf_counter() - t_start,
                           plan_cpu=time.process_time() - c_start, **kw)
 
-    horizon = min(cap, max(MIN_STEPS, 4 * k_ode)) if k_ode > 0 else cap
-    while True:
-        every = max(1, horizon // PLAN_RECORDS)
-        try:
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                ed = effective_dynamics(model, step, steps=horizon, batch=cfg.batch,
-                                        update=cfg.update, record_every=every, seed=seed,
-                                        n_samples=n_samples, moments=table,
-                                        max_blocks=max_blocks, diffusion_scale=diffusion_scale)
-        except BlockBudgetExceeded as exc:
-            empty = np.zeros(0)
-            return base(steps=horizon, record_every=every, predicted_hit=-1,
-                        record_steps=np.zeros(0, dtype=np.int64), mean_abs=empty, q10=empty,
-                        q90=empty, mean_abs_se=None, verdict="refused", causes=(str(exc),),
-                        seconds={"moments": t_moments, "evolve": float("nan"),
-                                 "total": float("nan")})
-        hit = ed.hitting_step(LEVEL)
-        if horizon >= cap or (hit >= 0 and 2 * hit <= horizon):
-            break
-        horizon = min(cap, max(4 * horizon, 2 * hit) if hit >= 0 else 8 * horizon)
-
-    # the runs' length and records (on the planning evolution's grid), and the prediction
-    # at exactly those: the same table, one more evolution unless the plan's is the runs'
-    if hit >= 0:
-        steps = min(horizon, every * math.ceil(max(2 * hit, MIN_STEPS) / every))
-    else:
-        steps = horizon
-    rec_every = every * max(1, steps // (RECORDS * every))
-    if (steps, rec_every) != (horizon, every):
+    def evolve(n: int, every: int) -> tuple[Any, list]:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            ed = effective_dynamics(model, step, steps=steps, batch=cfg.batch,
-                                    update=cfg.update, record_every=rec_every, seed=seed,
-                                    n_samples=n_samples, moments=table,
-                                    max_blocks=max_blocks, diffusion_scale=diffusion_scale)
+            ed = effective_dynamics(model, step, steps=n, batch=cfg.batch, update=cfg.update,
+                                    record_every=every, seed=seed, n_samples=n_samples,
+                                    moments=table, max_blocks=max_blocks,
+                                    diffusion_scale=diffusion_scale)
+        return ed, caught
+
+    horizon = min(cap, max(MIN_STEPS, 4 * k_ode)) if k_ode > 0 else cap
+    every = max(1, horizon // PLAN_RECORDS)
+    try:
+        while True:
+            every = max(1, horizon // PLAN_RECORDS)
+            ed, caught = evolve(horizon, every)
+            hit = ed.hitting_step(LEVEL)
+            if horizon >= cap or (hit >= 0 and 2 * hit <= horizon):
+                break
+            horizon = min(cap, max(4 * horizon, 2 * hit) if hit >= 0 else 8 * horizon)
+        # the runs' length and records, and the prediction at exactly those (the same
+        # table; one more evolution unless the planning one was the runs')
+        if hit >= 0:
+            steps = min(horizon, every * math.ceil(max(2 * hit, MIN_STEPS) / every))
+        else:
+            steps = horizon
+        rec_every = every * max(1, steps // (RECORDS * every))
+        if (steps, rec_every) != (horizon, every):
+            ed, caught = evolve(steps, rec_every)
+    except BlockBudgetExceeded as exc:
+        empty = np.zeros(0)
+        return base(steps=horizon, record_every=every, predicted_hit=-1,
+                    record_steps=np.zeros(0, dtype=np.int64), mean_abs=empty, q10=empty,
+                    q90=empty, mean_abs_se=None, verdict="refused", causes=(str(exc),),
+                    seconds={"moments": t_moments, "evolve": float("nan"),
+                             "total": float("nan")})
     q10, q90 = ed.quantile([0.1, 0.9])
     verdict, causes, se, numbers = _diagnostic(ed, caught)
     return base(steps=steps, record_every=rec_every, predicted_hit=hit,
