@@ -307,6 +307,8 @@ def advise_schedule(model: ModelConfig, target: float, *, batch: int = 1,
     if tune and math.isfinite(c0):
         # the tuning may use what the final evaluations and half the search leave
         n_tune = min(_TUNE_EVALUATIONS, max(0, ev.remaining() - 2 - min(search, _SEARCH) // 2))
+        if n_tune < _TUNE_EVALUATIONS:
+            ev.cut_short("tuning", n_tune, _TUNE_EVALUATIONS)
         if n_tune > 0:
             res = minimize(cost, params, method="Nelder-Mead",
                            options=dict(maxfev=n_tune, xatol=0.02, fatol=0.01 * min(c0, focus),
@@ -322,11 +324,13 @@ def advise_schedule(model: ModelConfig, target: float, *, batch: int = 1,
     k_adv = cost(params)
     power_tab = _as_tabulated(step, max(k_path, 1))
     cands: list[tuple[float, Any]] = [(k_opt, optimal), (k_adv, power_tab)]
-    if search > 0 and ev.remaining() > 2:
+    if search > 0:
         base_k, base = min(cands, key=lambda c: c[0])
-        if math.isfinite(base_k):
-            found = _search(ev, base, base_k, horizon, min(search, ev.remaining() - 2),
-                            float(table.etas[-1]) / s2)
+        n_search = min(search, max(0, ev.remaining() - 2))
+        if n_search < search:
+            ev.cut_short("search", n_search, search)
+        if math.isfinite(base_k) and n_search > 0:
+            found = _search(ev, base, base_k, horizon, n_search, float(table.etas[-1]) / s2)
             if found is not None:
                 cands.append(found)
 
@@ -382,11 +386,18 @@ class _Evaluator:
         """Whether a candidate may still be evaluated; notes once when the budget is used up."""
         if self.count < self.budget:
             return True
-        note = (f"the search ended at the evaluation budget ({self.budget} effective-dynamics "
-                "runs, max_evaluations)")
+        self._note(f"the search ended at the evaluation budget ({self.budget} "
+                   "effective-dynamics runs, max_evaluations)")
+        return False
+
+    def cut_short(self, what: str, runs: int, wanted: int) -> None:
+        """Note that the evaluation budget left ``what`` ``runs`` of its ``wanted``."""
+        self._note(f"the {what} was cut to {runs} of its {wanted} effective-dynamics runs by "
+                   f"the evaluation budget (max_evaluations = {self.budget})")
+
+    def _note(self, note: str) -> None:
         if note not in self.notes:
             self.notes.append(note)
-        return False
 
     def __call__(self, step: Any, horizon: int, focus: float, cut: int | None = None,
                  final: bool = False) -> tuple[float, Any]:
