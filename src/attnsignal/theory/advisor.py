@@ -27,23 +27,33 @@ judged by the same number: the samples at which the effective dynamics' predicte
 2. the **advised power law** ``η0 (1 + k/k0)^(−power)`` (``1/2 < power ≤ 1``), fitted to the
    feedback schedule (least squares in ``log η`` over the steps to the target) and then tuned
    to the fewest predicted samples (a bounded Nelder–Mead search over ``log η0, log k0,
-   power``, at most 24 runs of the effective dynamics);
+   power``, at most 10 runs of the effective dynamics);
 3. a **searched knot family**: the better of 1 and 2 times ``exp g(log(1 + k))``, ``g``
    piecewise linear on 6 equally spaced knots over ``[0, log(1 + k̂)]`` (``k̂`` that schedule's
    predicted steps; ``g`` held at its last value beyond, so the tail is the base's, rescaled;
    steps capped at the moment table's largest unless the base is above it), ``g = 0`` being
-   the base, minimised by Nelder–Mead from ``g = 0`` with at most ``search`` (default 24)
+   the base, minimised by Nelder–Mead from ``g = 0`` with at most ``search`` (default 12)
    effective-dynamics runs, each over ``1.3 k̂`` steps.
 
 ``optimal`` is the one of these with the fewest predicted samples (a :class:`TabulatedStep`
 either way), and ``optimal_samples`` its predicted samples: the least predicted samples among
 the schedules searched — an **upper bound** on the true optimum over all step sequences (a
 richer search could only lower it), never above ``samples`` (the advised power law is one of
-the candidates). ``mean_path_samples`` is the time-optimal mean path alone (no spread). The
-search costs at most ``search`` more effective-dynamics runs on the same moment table,
-shorter than the tuning's (``1.3 k̂`` steps against ``4×`` the mean path's): about as much
-again as the tuning or less (57 s against 34 s without it at ``d = 40``, ``L = 40``; 120 s
-against 78 s at E1's size, ``d = 100``, ``L = 10 500``; one loaded 2-core machine).
+the candidates). ``mean_path_samples`` is the time-optimal mean path alone (no spread).
+
+Cost and bounds
+---------------
+One moment table serves every run. The candidates (the tuning's and the search's) evolve its
+pooled moments only — they are compared, not reported — on about 220 records (log-spaced over
+the horizon, dense around the expected hit, where the hit is read by linear interpolation),
+and stop at 1.5× the best predicted steps so far (the tuning) or 1.3× (the search): a hit
+before the cut is the same number as over the full horizon. The advice and the optimal schedule
+are then evolved once more over the full horizon with the full table, so ``dynamics`` and
+``optimal_dynamics`` carry the replicates' standard errors and the diagnostic (a warning when
+the predicted error exceeds 0.01). ``max_evaluations`` (default 40) bounds the runs in all:
+the tuning and the search get what the final runs leave, and ``Advice.notes`` says in one line
+when it cut them short; fewer than :data:`MIN_EVALUATIONS` is refused before any work.
+``max_blocks`` bounds each run's evolution (a candidate that needs more is discarded).
 """
 
 from __future__ import annotations
