@@ -69,6 +69,7 @@ def validate_cmd(
     from ..paths import check_output_dir
     from ..sweep.runner import check_executor_options
     from ..validate import MapSettings, draw_configs, run_map
+    from ..validate.accuracy_map import MapFailed
 
     n = option_value(configs, "configs", _CONFIGS, 60)
     defaults = MapSettings()
@@ -97,6 +98,11 @@ def validate_cmd(
                          log=lambda s: None)
     except _store_errors() as exc:
         raise UsageFailure(str(exc)) from None
+    except MapFailed as exc:
+        from rich.markup import escape
+
+        console.print(f"[red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        raise typer.Exit(1) from None
     from ..validate.outputs import summary_lines
 
     for line in summary_lines(result):

@@ -53,7 +53,7 @@ from ..validation import Config, Integer, Optional, Real
 from .box import MapConfig
 from .plan import Prediction, chain_token_samples, predict
 
-__all__ = ["MapSettings", "MapResult", "run_map", "TARGETS", "map_row"]
+__all__ = ["MapSettings", "MapResult", "MapFailed", "run_map", "TARGETS", "map_row"]
 
 #: What the map must show (issue targets, stated in the report beside the measured fractions).
 TARGETS = {"excess_fraction": 0.95, "band_fraction": 0.90, "band_centre": 0.80,
@@ -114,11 +114,13 @@ def _key(*parts: Any) -> str:
 
 
 def _predict_task(cfg: MapConfig, settings: MapSettings) -> tuple[dict[str, Any], float]:
-    """What a worker runs: the prediction as a JSON-ready dict (one compute thread), and its
-    CPU seconds."""
-    from ..sweep.tasks import _single_thread
+    """What a worker runs: the prediction as a JSON-ready dict, and its CPU seconds. In a Dask
+    worker it computes on one thread, as a sweep task does (the local pool's workers already
+    do; in this process, ``serial``, nothing is changed)."""
+    from ..sweep import tasks
 
-    _single_thread()
+    if tasks._in_dask_worker():
+        tasks._single_thread()
     c0 = time.process_time()
     p = predict(cfg, runs=settings.runs, budget=settings.budget, max_steps=settings.max_steps,
                 n_samples=settings.n_samples, seed=settings.seeds(cfg.index)[1],
@@ -226,8 +228,10 @@ def map_row(pred: Prediction, values: np.ndarray | None, steps: np.ndarray | Non
         "plan_seconds": pred.plan_seconds, "plan_cpu": pred.plan_cpu,
         "chain_seconds": chain_seconds,
         "chain_token_samples": chain_token_samples(c, settings.runs, pred.steps),
-        "n_samples": pred.n_samples,
+        "n_samples": pred.n_samples, "draws": pred.extra.get("draws", math.nan),
     }
+    for k, v in pred.extra.get("diagnostic", {}).items():  # the diagnostic's numbers
+        row[f"diag_{k}"] = v
     nan = math.nan
     if values is None:
         row.update(sim_hit=-1, escaped=False, gap=nan, gap_step=-1, gap_se=nan, excess=nan,
@@ -301,6 +305,21 @@ class MapResult:
             "wall_seconds": self.seconds,
         }
 
+    @classmethod
+    def load(cls, out: str | Path) -> "MapResult":
+        """The map written by :func:`run_map` into ``out`` (``map.parquet`` and
+        ``map.json``). Raises ``ConfigError`` (field ``out``) when there is none."""
+        root = Path(out)
+        info = _read_json(root / "map.json")
+        if not isinstance(info, dict) or "run" not in info:
+            raise ConfigError("out", "must hold a finished accuracy map (map.json, "
+                              "map.parquet)", str(out))
+        table = pd.read_parquet(root / "map.parquet")
+        run = info["run"]
+        return cls(table=table, settings=MapSettings.from_dict(info["settings"], prefix=""),
+                   out=root, executor=run["executor"], seconds=float(run["seconds"]),
+                   cpu_seconds=dict(run["cpu_seconds"]))
+
     def misses(self) -> pd.DataFrame:
         """The configurations that miss a target (excess beyond the tolerance, or the band
         outside 80 ± 8 %), or that the effective dynamics refused."""
@@ -309,6 +328,21 @@ class MapResult:
 
 
 # ----------------------------------------------------------------------------- running
+
+
+class MapFailed(RuntimeError):
+    """Configurations of the map raised (the others' rows are stored: re-running the same
+    call computes only what is missing). ``failures``: ``(config, exception)`` pairs."""
+
+    def __init__(self, failures: list[tuple[MapConfig, BaseException]]):
+        self.failures = failures
+        first = "; ".join(f"{c.label()}: {type(e).__name__}: {e}" for c, e in failures[:2])
+        super().__init__(f"{len(failures)} configuration(s) failed ({first}); re-run to retry "
+                         "them (finished configurations are kept)".replace("\n", " "))
+
+    def __reduce__(self):
+        return (type(self), (self.failures,))
+
 
 
 def _chain_chunk(cfg: MapConfig, runs: int, steps: int) -> int:
@@ -455,15 +489,20 @@ def run_map(configs: Sequence[MapConfig], out: str | Path, settings: MapSettings
     t0, c0 = time.perf_counter(), time.process_time()
     backend, jobs = _backend(executor, scheduler, workers, retries, slurm, len(configs))
     root.mkdir(parents=True, exist_ok=True)
-    _write_json(root / "map.json", {"format": "attnsignal.map/1", "version": __version__,
-                                    "settings": settings.to_dict(),
-                                    "configs": [c.to_dict() for c in configs]})
+    info: dict[str, Any] = {"format": "attnsignal.map/1", "version": __version__,
+                            "settings": settings.to_dict(),
+                            "configs": [c.to_dict() for c in configs]}
+    _write_json(root / "map.json", info)
     bar = _Bar(progress, len(configs), 0, f"accuracy map · {len(configs)} configurations")
     runner = _Runner(root, settings, backend, bar, lambda s: (bar.log(s), log(s)))
     try:
         with ThreadPoolExecutor(max_workers=min(backend.concurrent, len(configs)),
                                 thread_name_prefix="map") as threads:
-            rows = list(threads.map(runner.one, configs))
+            futures = [threads.submit(runner.one, c) for c in configs]
+        failed = [(c, f.exception()) for c, f in zip(configs, futures) if f.exception()]
+        if failed:
+            raise MapFailed(failed)
+        rows = [f.result() for f in futures]
         worker_cpu = backend.worker_cpu()
     finally:
         bar.close()
@@ -476,4 +515,7 @@ def run_map(configs: Sequence[MapConfig], out: str | Path, settings: MapSettings
                        cpu_seconds={"coordinator": time.process_time() - c0,
                                     "workers": worker_cpu})
     write_outputs(result)
+    _write_json(root / "map.json", {**info, "run": {
+        "executor": result.executor, "seconds": result.seconds,
+        "cpu_seconds": result.cpu_seconds}})
     return result

@@ -35,8 +35,10 @@ def _pct(x: float) -> str:
     return "—" if not math.isfinite(x) else f"{100 * x:.0f} %"
 
 
-def summary_lines(result: "MapResult") -> list[str]:
-    """The summary as Markdown bullet lines: the measured fractions against the targets."""
+def summary_lines(result: "MapResult", this_call: bool = True) -> list[str]:
+    """The summary as Markdown bullet lines: the measured fractions against the targets, and
+    the costs (with ``this_call``, also the wall time of the call that wrote ``result`` — of
+    a resumed map only what was left)."""
     s = result.summary()
     n = s["configs"]
     tol = s["tolerance"]
@@ -54,14 +56,17 @@ def summary_lines(result: "MapResult") -> list[str]:
         f"- **beyond {tol:g}: {s['beyond_tolerance']}** configuration(s), "
         f"{s['beyond_flagged']} flagged by the effective dynamics' diagnostic "
         f"({s['silent_misses']} silent miss(es); target: none); {s['flagged']} flagged in all.",
-        f"- cost: effective dynamics {s['ed_seconds']:.0f} s in all (moment tables and "
-        f"evolutions), chain runs {s['chain_seconds']:.0f} s (worker wall seconds); "
-        f"the map took {s['wall_seconds']:.0f} s of wall time ({result.executor}).",
+        f"- cost: the effective dynamics {s['ed_seconds']:.0f} s in all (moment tables and "
+        f"evolutions), the chain runs {s['chain_seconds']:.0f} s (wall seconds in the "
+        f"workers, summed over the configurations).",
     ]
     cpu = result.cpu_seconds
-    if cpu.get("workers") is not None:
-        lines[-1] += (f" CPU: {cpu['workers']:.0f} s in the workers, "
-                      f"{cpu['coordinator']:.0f} s in the coordinating process.")
+    if this_call:
+        lines[-1] += f" This call: {s['wall_seconds']:.0f} s of wall time ({result.executor})"
+        if cpu.get("workers") is not None:
+            lines[-1] += (f", {cpu['workers']:.0f} CPU-s in the workers and "
+                          f"{cpu['coordinator']:.0f} in the coordinating process")
+        lines[-1] += "."
     return lines
 
 
@@ -171,10 +176,17 @@ def write_outputs(result: "MapResult") -> None:
     plot_map(result, out / "map.png")
 
 
-def docs_section(result: "MapResult", figure: str, command: str, box: str) -> str:
+def docs_section(result: "MapResult", figure: str, command: str, box: str,
+                 timing: tuple[float, float, int | None] | None = None) -> str:
     """The documentation section (between the markers): how the map is drawn, its summary,
-    the misses, the figure ``figure`` (a path relative to the page) and the table."""
+    the misses, the figure ``figure`` (a path relative to the page) and the table.
+    ``timing``: the command's wall and CPU seconds and the cores it ran on."""
     s = result.settings
+    took = []
+    if timing is not None:
+        wall, cpu, cores = timing
+        took = ["", f"That command took {wall / 60:.1f} minutes of wall time and "
+                f"{cpu / 60:.1f} CPU-minutes (itself and its workers) on {cores} cores."]
     return "\n".join([
         BEGIN,
         "",
@@ -185,8 +197,9 @@ def docs_section(result: "MapResult", figure: str, command: str, box: str) -> st
         "```bash",
         command,
         "```",
+        *took,
         "",
-        *summary_lines(result),
+        *summary_lines(result, this_call=False),
         "",
         "Configurations that miss a target:",
         "",

@@ -26,12 +26,14 @@ to the cap (``predicted_hit = −1``); whether the runs escaped is read from the
 
 Prediction
 ----------
-One moment table (:func:`~attnsignal.theory.effective.moment_table`) over the schedule's steps
-up to the cap serves every evolution. The records are every ``E = ⌊S/100⌋`` steps of the final
-length ``S`` (about 100), chosen on the planning evolution's own record grid, so the prediction
-at the runs' records is read off it without another evolution. ``seconds`` holds the moment
-table's and the evolution's wall time (what a user pays for the prediction) and ``plan_seconds``
-all of this task's (the cap, the ODE, the planning evolutions).
+One moment table (:func:`~attnsignal.theory.effective.moment_table`: adaptive draws and
+replicate tables, so the prediction carries its Monte-Carlo standard error) over the schedule's
+steps up to the cap serves every evolution. The runs are recorded every ``E ≈ S/100`` steps of
+their length ``S``; the prediction is evolved over exactly those steps and records (once more
+unless the planning evolution was that one), so its diagnostic
+(:class:`~attnsignal.theory.effective.Diagnostic`) speaks of what is compared. ``seconds``
+holds the moment table's and that evolution's wall time (what a user pays for the prediction)
+and ``plan_seconds`` all of this task's (the cap, the ODE, the planning evolutions).
 """
 
 from __future__ import annotations
@@ -88,10 +90,12 @@ class Prediction:
     mean_abs_se : its Monte-Carlo standard error per record where the effective dynamics
         reports one (else None)
     verdict, causes : the effective dynamics' own validity diagnostic (``"ok"``, ``"flagged"``;
-        ``"refused"`` when it declined to evolve, e.g. its block budget; ``"n/a"`` where it
-        reports none) and the one-line causes, warnings included
+        ``"refused"`` when it declined to evolve, e.g. its block budget) and its one-line
+        causes (other warnings it raised included)
     seconds : wall seconds of the prediction (``moments``, ``evolve``, ``total``)
     plan_seconds, plan_cpu : this task's wall and CPU seconds in all
+    extra : ``diagnostic`` (the diagnostic's numbers, ``Diagnostic.as_dict``) and ``draws``
+        (reduced draws per moment node used)
     """
 
     config: MapConfig
@@ -187,21 +191,20 @@ def _ode_time(cfg: MapConfig) -> float:
     return float(min(finite)) if finite else float("nan")
 
 
-def _diagnostic(ed: Any, caught: list) -> tuple[str, tuple[str, ...], np.ndarray | None]:
-    """The effective dynamics' own verdict, causes and standard error of the mean |ρ| where it
-    reports them (its ``diagnostic`` and ``mean_abs_stderr``); the warnings it raised count
-    as causes."""
-    diag = getattr(ed, "diagnostic", None)
-    causes = [str(w.message).replace("\n", " ") for w in caught]
-    verdict = "n/a"
-    if diag is not None:
-        verdict = str(getattr(diag, "verdict", "n/a"))
-        causes = [*map(str, getattr(diag, "causes", ()) or ()), *causes]
-    elif causes:
-        verdict = "flagged"
-    se = getattr(ed, "mean_abs_stderr", None)
-    return verdict, tuple(dict.fromkeys(causes)), (None if se is None
-                                                    else np.asarray(se, dtype=np.float64))
+def _diagnostic(ed: Any, caught: list) -> tuple[str, tuple[str, ...], np.ndarray | None,
+                                                dict[str, Any]]:
+    """The effective dynamics' own verdict, causes, standard error of the mean |ρ| per record
+    and the diagnostic's numbers (:class:`~attnsignal.theory.effective.Diagnostic`); other
+    warnings it raised count as causes."""
+    from ..theory.effective import EffectiveDynamicsAccuracyWarning
+
+    diag = ed.diagnostic
+    others = [str(w.message).replace("\n", " ") for w in caught
+              if not issubclass(w.category, EffectiveDynamicsAccuracyWarning)]
+    causes = tuple(dict.fromkeys([*diag.causes, *others]))
+    verdict = "flagged" if (diag.verdict != "ok" or others) else "ok"
+    numbers = {k: v for k, v in diag.as_dict().items() if k not in ("verdict", "causes")}
+    return verdict, causes, np.asarray(ed.mean_abs_stderr, dtype=np.float64), numbers
 
 
 def predict(cfg: MapConfig, *, runs: int, budget: float, max_steps: int, n_samples: int,
@@ -234,44 +237,46 @@ def predict(cfg: MapConfig, *, runs: int, budget: float, max_steps: int, n_sampl
                           n_samples=n_samples, plan_seconds=time.perf_counter() - t_start,
                           plan_cpu=time.process_time() - c_start, **kw)
 
+    def evolve(n: int, every: int) -> tuple[Any, list]:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            ed = effective_dynamics(model, step, steps=n, batch=cfg.batch, update=cfg.update,
+                                    record_every=every, seed=seed, n_samples=n_samples,
+                                    moments=table, max_blocks=max_blocks,
+                                    diffusion_scale=diffusion_scale)
+        return ed, caught
+
     horizon = min(cap, max(MIN_STEPS, 4 * k_ode)) if k_ode > 0 else cap
-    while True:
-        every = max(1, horizon // PLAN_RECORDS)
-        try:
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                ed = effective_dynamics(model, step, steps=horizon, batch=cfg.batch,
-                                        update=cfg.update, record_every=every, seed=seed,
-                                        n_samples=n_samples, moments=table,
-                                        max_blocks=max_blocks, diffusion_scale=diffusion_scale)
-        except BlockBudgetExceeded as exc:
-            empty = np.zeros(0)
-            return base(steps=horizon, record_every=every, predicted_hit=-1,
-                        record_steps=np.zeros(0, dtype=np.int64), mean_abs=empty, q10=empty,
-                        q90=empty, mean_abs_se=None, verdict="refused", causes=(str(exc),),
-                        seconds={"moments": t_moments, "evolve": float("nan"),
-                                 "total": float("nan")})
-        hit = ed.hitting_step(LEVEL)
-        if horizon >= cap or (hit >= 0 and 2 * hit <= horizon):
-            break
-        horizon = min(cap, max(4 * horizon, 2 * hit) if hit >= 0 else 8 * horizon)
-
-    # the runs' length and records, on this evolution's record grid
-    if hit >= 0:
-        steps = min(horizon, every * math.ceil(max(2 * hit, MIN_STEPS) / every))
-    else:
-        steps = horizon
-    rec_every = every * max(1, steps // (RECORDS * every))
-    from ..records import record_steps
-
-    want = np.asarray(record_steps(steps, record_every=rec_every), dtype=np.int64)
-    idx = np.searchsorted(ed.steps, want)
-    if np.any(idx >= ed.steps.size) or not np.array_equal(ed.steps[idx], want):
-        raise RuntimeError(f"{cfg.label()}: the runs' records are not on the prediction's grid")
+    every = max(1, horizon // PLAN_RECORDS)
+    try:
+        while True:
+            every = max(1, horizon // PLAN_RECORDS)
+            ed, caught = evolve(horizon, every)
+            hit = ed.hitting_step(LEVEL)
+            if horizon >= cap or (hit >= 0 and 2 * hit <= horizon):
+                break
+            horizon = min(cap, max(4 * horizon, 2 * hit) if hit >= 0 else 8 * horizon)
+        # the runs' length and records, and the prediction at exactly those (the same
+        # table; one more evolution unless the planning one was the runs')
+        if hit >= 0:
+            steps = min(horizon, every * math.ceil(max(2 * hit, MIN_STEPS) / every))
+        else:
+            steps = horizon
+        rec_every = every * max(1, steps // (RECORDS * every))
+        if (steps, rec_every) != (horizon, every):
+            ed, caught = evolve(steps, rec_every)
+    except BlockBudgetExceeded as exc:
+        empty = np.zeros(0)
+        return base(steps=horizon, record_every=every, predicted_hit=-1,
+                    record_steps=np.zeros(0, dtype=np.int64), mean_abs=empty, q10=empty,
+                    q90=empty, mean_abs_se=None, verdict="refused", causes=(str(exc),),
+                    seconds={"moments": t_moments, "evolve": float("nan"),
+                             "total": float("nan")})
     q10, q90 = ed.quantile([0.1, 0.9])
-    verdict, causes, se = _diagnostic(ed, caught)
-    return base(steps=steps, record_every=rec_every, predicted_hit=hit, record_steps=want,
-                mean_abs=ed.mean_abs[idx], q10=q10[idx], q90=q90[idx],
-                mean_abs_se=None if se is None else se[idx], verdict=verdict, causes=causes,
+    verdict, causes, se, numbers = _diagnostic(ed, caught)
+    return base(steps=steps, record_every=rec_every, predicted_hit=hit,
+                record_steps=np.asarray(ed.steps, dtype=np.int64), mean_abs=ed.mean_abs,
+                q10=q10, q90=q90, mean_abs_se=se, verdict=verdict, causes=causes,
                 seconds={"moments": t_moments, "evolve": float(ed.timings["evolve_s"]),
-                         "total": t_moments + float(ed.timings["evolve_s"])})
+                         "total": t_moments + float(ed.timings["evolve_s"])},
+                extra={"diagnostic": numbers, "draws": float(table.n_samples)})
