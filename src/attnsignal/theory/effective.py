@@ -89,6 +89,7 @@ from scipy.stats import t as student_t
 from ..config import ConfigError, ModelConfig
 from ..validation import Boolean, Integer, Optional, Real, validated
 from ._checks import BATCH, MODEL, RHO0, SEED, STEP, UPDATE
+from .reduced import _in_threads
 from .moments import (DEFAULT_RTOL, NODE_DZ, Z_CAP, MomentTable, OneStepMoments, _dphi_std,
                       _gradient_pool, _max_samples, build_table, check_pool_memory, eta_nodes,
                       extend_table,
@@ -657,23 +658,6 @@ def _evolve(p0: np.ndarray, z: np.ndarray, h: float, eta_std: np.ndarray, ks_rec
 
     _in_threads(one, T)
     return law, summ, rec_stats, stats
-
-
-def _in_threads(fn: Any, n: int) -> None:
-    """``fn(0), …, fn(n − 1)`` on up to ``compute_threads()`` threads (the compiled kernels
-    release the GIL); exceptions propagate."""
-    from ..engines.base import compute_threads
-
-    workers = max(1, min(n, compute_threads()))
-    if workers == 1:
-        for i in range(n):
-            fn(i)
-        return
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        for f in [pool.submit(fn, i) for i in range(n)]:
-            f.result()
 
 
 @dataclass(frozen=True, eq=False)
