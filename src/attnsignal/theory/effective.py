@@ -87,6 +87,7 @@ from scipy.interpolate import CubicSpline
 from scipy.stats import t as student_t
 
 from ..config import ConfigError, ModelConfig
+from ..seeds import stream
 from ..validation import Boolean, Integer, Optional, Real, validated
 from ._checks import BATCH, MODEL, RHO0, SEED, STEP, UPDATE
 from .reduced import _in_threads
@@ -891,8 +892,8 @@ def z_max(model: ModelConfig, eta_min_std: float, batch: int, z_start: float | N
     importance-sampled draws), in [3, 9]."""
     std = model.standardized()
     dphi = _dphi_std(model)
-    pool, w = _gradient_pool(std, np.array([1.0 - 1e-9, -1.0 + 1e-9]), 1000, seed + 1,
-                             tilted=True)
+    pool, w = _gradient_pool(std, np.array([1.0 - 1e-9, -1.0 + 1e-9]), 1000,
+                             stream(seed, "plateau"), tilted=True)
     zs = []
     for i, end in enumerate((1.0, -1.0)):
         fp = float(dphi(np.array(end))) * end

@@ -54,6 +54,7 @@ from numba import njit
 from scipy.interpolate import CubicSpline
 
 from ..config import ConfigError, ModelConfig
+from ..seeds import stream
 from ..validation import Integer, Optional, Real, validated
 from ._checks import BATCH, MODEL, SEED, UPDATE
 from .exact import MAX_BETA
@@ -102,10 +103,10 @@ def check_pool_memory(batch: int, n_samples: int, z_max: float = Z_CAP) -> None:
 # --------------------------------------------------------------------------- draws
 
 
-def _key(seed: Any) -> np.ndarray:
-    """The 128-bit key of the draws' counter-based stream for ``seed`` (an int or a list)."""
-    ent = [int(x) for x in np.atleast_1d(seed)]
-    return np.random.SeedSequence(ent).generate_state(2, np.uint64)
+def _key(seed: Any, *parts: str | int) -> np.ndarray:
+    """The 128-bit key of the draws' counter-based stream :func:`~attnsignal.seeds.stream`
+    ``(seed, *parts)`` (``seed`` an int >= 0 or a ``SeedSequence``)."""
+    return stream(seed, *parts).generate_state(2, np.uint64)
 
 
 def _gradient_pool(model: ModelConfig, rhos: np.ndarray, n_samples: int, seed: Any,
@@ -115,8 +116,8 @@ def _gradient_pool(model: ModelConfig, rhos: np.ndarray, n_samples: int, seed: A
     and the draws' likelihood ratios ``(n_samples,)`` (all 1 unless ``tilted``)."""
     std = model.standardized()
     tilt = score_tilt(std) if tilted else None
-    out, w, _ = fused_pool(std, np.asarray(rhos, dtype=np.float64), n_samples, _key(seed), 0,
-                           tilt)
+    out, w, _ = fused_pool(std, np.asarray(rhos, dtype=np.float64), n_samples,
+                           _key(seed, "reduced draws"), 0, tilt)
     return out, w
 
 
@@ -140,7 +141,8 @@ def _weighted_batches(pool: np.ndarray, w: np.ndarray, batch: int, D: int, seed:
     n = pool.shape[1]
     if n < batch:
         raise ConfigError("n_samples", f"must be >= batch = {batch}", n)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(seed if isinstance(seed, np.random.SeedSequence)
+                                else stream(seed, "minibatches", batch))
     perm = rng.permutation(n)
     off = np.array([(j * int(0.6180339887498949 * n)) % n for j in range(batch)])
     if np.unique(off).size < batch:
@@ -331,15 +333,15 @@ class _Accumulator:
     """The streamed power sums of the jumps at ``rhos × etas`` (standardised model and steps;
     ``dphi = Φ'(rhos)``) of ``Δz`` and/or ``Δρ`` (``coords``: True for ``z``), kept per
     replicate group, to which rounds of importance-sampled draws are added (module
-    docstring). Round ``r`` draws from the stream ``(seed, 71, r)``, so the sums are a
-    deterministic function of the seed and the sequence of :meth:`add` calls."""
+    docstring). Round ``r`` draws from the stream ``(seed, "moment draws", r)``, so the sums
+    are a deterministic function of the seed and the sequence of :meth:`add` calls."""
 
     def __init__(self, model: ModelConfig, rhos: np.ndarray, etas: np.ndarray,
                  dphi: np.ndarray, batch: int, update: str, seed: int, groups: int,
                  coords: tuple[bool, ...] = (True,)) -> None:
         self.std = model.standardized()
         self.rhos, self.etas = rhos, etas
-        self.batch, self.seed, self.coords = int(batch), int(seed), coords
+        self.batch, self.seed, self.coords = int(batch), seed, coords
         self.riemannian = update == "riemannian"
         self.K = max(int(groups), 1)
         s2 = 1.0 - rhos ** 2
@@ -358,14 +360,15 @@ class _Accumulator:
     def add(self, n_new: int, nodes: np.ndarray) -> None:
         """Add ``n_new`` draws (rounded up to a multiple of the groups) at the nodes ``nodes``:
         chunks of at most ``_CHUNK_DRAWS`` (:func:`.reduced.fused_pool`, draw ``i`` of the
-        round from the stream ``((seed, 71, round), i)``), each cut into ``K`` equal slices,
-        slice ``g`` to replicate group ``g`` (minibatches form within a slice)."""
+        round from the stream ``((seed, "moment draws", round), i)``), each cut into ``K``
+        equal slices, slice ``g`` to replicate group ``g`` (minibatches form within a
+        slice)."""
         K, n_r, n_e = self.K, self.rhos.size, self.etas.size
         n_new = _round_up(max(int(n_new), self.min_draws), K)
         nodes = np.asarray(nodes, dtype=np.int64)
         rh = _c(self.rhos[nodes])
         rnd = self.rounds
-        key = _key([self.seed, 71, rnd])
+        key = _key(self.seed, "moment draws", rnd)
         per = _round_up(max(_CHUNK_DRAWS, self.min_draws), K)
         start = chunk_no = 0
         while start < n_new:
@@ -378,7 +381,7 @@ class _Accumulator:
                 lo, hi = int(cuts[g]), int(cuts[g + 1])
                 gq, ge, u2, wb = (_c(x) for x in _weighted_batches(
                     pool[:, lo:hi], w[lo:hi], self.batch, self.std.d - 2,
-                    [self.seed, 73, rnd, chunk_no, g]))
+                    stream(self.seed, "minibatches", rnd, chunk_no, g)))
                 self._sums(g, nodes, rh, gq, ge, u2, wb)
             start += m
             chunk_no += 1
