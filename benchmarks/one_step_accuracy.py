@@ -14,8 +14,9 @@ and the power of each comparison, and writes ``--json``.
     PYTHONPATH=src python benchmarks/one_step_accuracy.py --docs --from-json rows.json
 
 ``--docs`` writes the table and its summary between the markers ``one-step:begin`` /
-``one-step:end`` of ``docs/effective-dynamics.md``; ``--from-json`` renders a recorded run
-without running it. ``--json`` is rewritten after every configuration (a stopped run keeps
+``one-step:end`` of ``docs/effective-dynamics.md``; ``--from-json`` renders recorded runs
+without running them (``--heavy-only`` measures the extra configurations in a second process,
+whose record is rendered together with the first's). ``--json`` is rewritten after every configuration (a stopped run keeps
 what it measured).
 
 The points: ``ρ ∈ {0.15, 0.5, 0.9}`` (on the side the field points to at 0.5) and
@@ -134,17 +135,26 @@ def main() -> None:
     ap.add_argument("--rtol", type=float, default=0.01)
     ap.add_argument("--json", default=None)
     ap.add_argument("--docs", action="store_true", help=f"write the table into {PAGE.name}")
-    ap.add_argument("--from-json", default=None, help="render a recorded run (no measuring)")
+    ap.add_argument("--from-json", nargs="+", default=None,
+                    help="render recorded runs (no measuring; several are concatenated)")
+    ap.add_argument("--heavy-only", action="store_true",
+                    help="measure only the --heavy configurations (a second process)")
     args = ap.parse_args()
     warnings.simplefilter("ignore")
     if args.from_json:
-        with open(args.from_json) as fh:
-            rec = json.load(fh)
+        recs = []
+        for path in args.from_json:
+            with open(path) as fh:
+                recs.append(json.load(fh))
+        rec = dict(recs[0], rows=[r for x in recs for r in x["rows"]],
+                   heavy=max(x["heavy"] for x in recs),
+                   configs=max(x["configs"] for x in recs),
+                   seconds=max(x["seconds"] for x in recs))
         print(summary(rec["rows"]))
         if args.docs:
             write_docs(rec)
         return
-    cfgs = [draw_config(i, args.seed) for i in range(args.configs)]
+    cfgs = [] if args.heavy_only else [draw_config(i, args.seed) for i in range(args.configs)]
     i = args.configs
     extra = []
     while len(extra) < args.heavy and i < args.configs + 500:

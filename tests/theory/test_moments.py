@@ -78,11 +78,11 @@ def test_importance_sampling_leaves_a_light_tailed_estimate_unchanged():
 def test_variance_and_its_standard_error_are_right_under_heavy_tails():
     """At ``HEAVY`` (jump kurtosis ≈ 100: plain draws would give the variance a relative error
     of ``√(κ/n)`` ≈ 16 % at 4 000 draws, not ``√(2/n)`` ≈ 2 %) the variance over six seeds of
-    4 000 draws each: every estimate within 4 of its own standard errors of 400 000 chain
+    4 000 draws each: every estimate within 4 of its own standard errors of 200 000 chain
     runs' variance (the chain's SE from its fourth moment), and the seeds' spread not above
     2× the reported standard error."""
     rho, eta = 0.5, 1.5e-5  # half the step whose plateau stays above |ρ| = 0.5
-    jm = jump_moments(chain_one_step(HEAVY, rho, eta, runs=400_000, seed=9), rho)
+    jm = jump_moments(chain_one_step(HEAVY, rho, eta, runs=200_000, seed=9), rho)
     assert jm.kurtosis > 50  # the regime this test is about
     est, se = [], []
     for seed in range(6):
@@ -126,29 +126,29 @@ def test_moment_table_refuses_bad_input_with_one_line():
         moment_table(m, 0.01, 0.02, rtol=2.0)
 
 
-# a seeded slice of benchmarks/one_step_accuracy.py: configuration c006 of the map's draw with
-# seed 2727 (d=321, L=72, θ=0.72, β=1.81, B=8, projected) and c011 (d=581, L=38, θ=0.86,
-# β=1.69, B=1, projected), at ρ = 0.5 and the larger step of the benchmark
+# a seeded slice of benchmarks/one_step_accuracy.py: configuration c011 of the map's draw with
+# seed 2727 (d=581, L=38, θ=0.86, β=1.69, B=1, projected; the heavy-tailed corner at a size the
+# test budget allows), at ρ = 0.5 and the benchmark's two steps, against fewer chain runs
 @pytest.mark.slow
-@pytest.mark.parametrize("index", [6, 11])
-def test_moment_table_matches_the_chain_engine_one_step(index):
-    """The table's interpolated drift within 4 combined standard errors and its variance
-    within 5 % of 200 000 one-step chain runs from ρ = 0.5 (the chain's variance SE from its
-    fourth moment, ≈ 1 %; the table's ≤ 1 % by ``rtol``)."""
+def test_moment_table_matches_the_chain_engine_one_step():
+    """The table's interpolated drift within 4 combined standard errors of 60 000 one-step
+    chain runs from ρ = 0.5, and its variance within 4 combined standard errors (the chain's
+    from its fourth moment, ≈ 2 % at this run count; the table's ≤ 2 % by ``rtol``) — at most
+    12 %, so that the check has power against the 20–60 % errors of plain draws."""
     from attnsignal.theory.finite_step import largest_plateau_step
     from attnsignal.validate.box import draw_config
 
-    c = draw_config(index, 2727)
+    c = draw_config(11, 2727)
     cap = largest_plateau_step(c.model, 0.5, c.batch, c.update, n_samples=20_000)
-    eta = 0.5 * cap
     t = moment_table(c.model, 0.03 * cap, 0.8 * cap, batch=c.batch, update=c.update,
-                     z_max=2.2, n_samples=4000, rtol=0.01, max_samples=1 << 18,
-                     seed=1000 + index)
+                     z_max=1.0, n_samples=4000, rtol=0.02, max_samples=1 << 16, seed=11)
     z = math.atanh(0.5)
-    m, _, v = (float(x[0]) for x in t.at(eta)(np.array([z])))
-    se_m, se_v = (float(x[0]) for x in t.stderr_at(eta, np.array([z])))
-    jm = jump_moments(chain_one_step(c.model, 0.5, eta, runs=200_000, batch=c.batch,
-                                     update=c.update, seed=1002 + index), 0.5)
-    assert abs(m - jm.mean) < 4 * math.hypot(se_m, jm.stderr_mean)
-    assert math.hypot(se_v / v, jm.stderr_var / jm.var) < 0.02  # the check has power
-    assert abs(v / jm.var - 1.0) < 0.05
+    for i, eta in enumerate((0.05 * cap, 0.5 * cap)):
+        m, _, v = (float(x[0]) for x in t.at(eta)(np.array([z])))
+        se_m, se_v = (float(x[0]) for x in t.stderr_at(eta, np.array([z])))
+        jm = jump_moments(chain_one_step(c.model, 0.5, eta, runs=60_000, batch=c.batch,
+                                         update=c.update, seed=12 + i), 0.5)
+        assert abs(m - jm.mean) < 4 * math.hypot(se_m, jm.stderr_mean), (eta, m, jm)
+        se_ratio = math.hypot(se_v / v, jm.stderr_var / jm.var)
+        assert se_ratio < 0.03, se_ratio  # the check has power
+        assert abs(v / jm.var - 1.0) < 4 * se_ratio, (eta, v, jm)
