@@ -137,6 +137,8 @@ def main() -> None:
     ap.add_argument("--docs", action="store_true", help=f"write the table into {PAGE.name}")
     ap.add_argument("--from-json", nargs="+", default=None,
                     help="render recorded runs (no measuring; several are concatenated)")
+    ap.add_argument("--first", type=int, default=0,
+                    help="first index of the map's draw to measure (a second process)")
     ap.add_argument("--heavy-only", action="store_true",
                     help="measure only the --heavy configurations (a second process)")
     args = ap.parse_args()
@@ -146,7 +148,14 @@ def main() -> None:
         for path in args.from_json:
             with open(path) as fh:
                 recs.append(json.load(fh))
-        rec = dict(recs[0], rows=[r for x in recs for r in x["rows"]],
+        seen: set = set()
+        rows = []
+        for r in (r for x in recs for r in x["rows"]):  # a point measured twice: the first
+            if (r["config"], r["rho"], r["eta"]) not in seen:
+                seen.add((r["config"], r["rho"], r["eta"]))
+                rows.append(r)
+        rows.sort(key=lambda r: r["config"])
+        rec = dict(recs[0], rows=rows,
                    heavy=max(x["heavy"] for x in recs),
                    configs=max(x["configs"] for x in recs),
                    seconds=max(x["seconds"] for x in recs))
@@ -154,7 +163,8 @@ def main() -> None:
         if args.docs:
             write_docs(rec)
         return
-    cfgs = [] if args.heavy_only else [draw_config(i, args.seed) for i in range(args.configs)]
+    cfgs = [] if args.heavy_only else [draw_config(i, args.seed)
+                                       for i in range(args.first, args.configs)]
     i = args.configs
     extra = []
     while len(extra) < args.heavy and i < args.configs + 500:
