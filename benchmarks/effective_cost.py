@@ -51,12 +51,12 @@ def _chain(model, step, steps: int, runs: int, every: int) -> tuple[float, float
     return time.perf_counter() - t0, time.process_time() - c0
 
 
-def _effective(model, step, steps: int, every: int):
+def _effective(model, step, steps: int, every: int, **kw):
     """Wall and CPU seconds of the effective dynamics, and the result."""
     t0, c0 = time.perf_counter(), time.process_time()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        ed = effective_dynamics(model, step, steps=steps, record_every=every)
+        ed = effective_dynamics(model, step, steps=steps, record_every=every, **kw)
     return time.perf_counter() - t0, time.process_time() - c0, ed
 
 
@@ -101,6 +101,9 @@ def main() -> None:
           f"({c_ed:.2f} CPU-s) [{_describe(ed)}]; chain 16 runs {t16:.2f} s ({c16:.2f} CPU-s), "
           f"128 runs {t128:.2f} s ({c128:.2f} CPU-s); effective / 16 runs = {t_ed / t16:.2f} "
           f"wall, {c_ed / c16:.2f} CPU (target <= 1)")
+    t_n, c_n, ed_n = _effective(SMALL, SMALL_STEP, 8000, 100, tolerance=None)
+    print(f"  the same with tolerance=None: {t_n:.2f} s ({c_n:.2f} CPU-s) [{_describe(ed_n)}]; "
+          f"/ 16 runs = {t_n / t16:.2f} wall, {c_n / c16:.2f} CPU")
     if args.skip_e1:
         return
     for d in (100, 1000):
