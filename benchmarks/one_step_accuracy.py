@@ -249,15 +249,16 @@ def write_docs(rec: dict) -> None:
     """The table and summary between the page's markers."""
     rows = rec["rows"]
     lines = [BEGIN, "",
-             f"Seed {rec['seed']}, {rec['configs']} configurations of the map's draw and "
-             f"{rec['heavy']} more with $\beta \ge 1$, $L \ge 1000$; moment table "
+             f"Seed {rec['seed']}: of the first {rec['configs']} configurations of the map's "
+             f"draw and {rec['heavy']} more with $\\beta \\ge 1$, $L \\ge 1000$, those measured "
+             f"({len({r['config'] for r in rows})}; the summary below counts them); moment table "
              f"`rtol = {rec['rtol']:g}`; at least {rec['runs_min']:,} chain runs a point "
              f"({rec['seconds'] / 60:.0f} min on 2 shared cores). Drift: table minus chain over "
-             "their combined standard error ($z$); $z$ of $\eta\Phi'$: the same for the "
+             "their combined standard error ($z$); $z$ of $\\eta\\Phi'$: the same for the "
              "first-order drift (the check's power to see a finite-step error). Variance: "
              "table over chain, with the combined standard error of the ratio.", "",
-             "| configuration | $\rho$ | $\eta$ | chain runs | draws | drift $z$ | "
-             "$z$ of $\eta\Phi'$ | variance ratio | kurtosis | |",
+             "| configuration | $\\rho$ | $\\eta$ | chain runs | draws | drift $z$ | "
+             "$z$ of $\\eta\\Phi'$ | variance ratio | kurtosis | |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         ok = "ok" if r["drift_ok"] and r["var_ok"] else "**miss**"
