@@ -25,6 +25,25 @@ schedule ``η_k = 0.03 (1 + k/1000)^(−1)`` for 100 000 samples (batch 1). For 
         --also-target 100:0.99 --also-target 1000:0.9   # those rows alone
 
 Timings are wall seconds on the machine of the run (shared: compare them only within a run).
+
+``--timing`` measures the advisor itself at E1's size (``d = 100`` and ``1000``, target
+0.9965 by default): each ``advise_schedule(model, target)`` in a fresh subprocess (wall and CPU
+seconds; the compiled kernels warmed first by a small advice in the same tree), and with
+``--against REF`` the same in the committed tree ``REF`` (unpacked as
+``benchmarks/bench_reproduce.py`` does), interleaved, with the ratio of this tree's times to
+``REF``'s — the machines here vary in speed from hour to hour, so only a ratio measured in one
+run compares two versions:
+
+    PYTHONPATH=src python benchmarks/advisor_savings.py --timing --against 5699068
+
+``--map-check`` checks the advice where the map draws its configurations (``attnsignal
+validate``'s box, seed 27): at the first ``--map-configs`` (3) configurations with ``β ≥ 1`` whose
+field passes ``|ρ| = 0.9`` and whose chain check (``--map-runs`` runs of ``1.1 ×`` the advised
+samples) costs at most ``--map-budget`` token-samples (``runs × steps × B × (L + 32)``, the
+chain engine's work), the advised schedule for mean ``|ρ| = 0.9`` is simulated and must first
+reach it within ``0.85–1.1 ×`` the predicted samples:
+
+    PYTHONPATH=src python benchmarks/advisor_savings.py --map-check --map-runs 48
 """
 
 from __future__ import annotations
@@ -33,6 +52,7 @@ import argparse
 import math
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 
@@ -116,8 +136,160 @@ def one_target(model, ed, target: float, runs: int, seed: int, t_e1: float) -> d
     return row
 
 
+# ------------------------------------------------------------------------------ --timing
+
+_TIMED = """
+import json, sys, time, warnings
+warnings.simplefilter("ignore")
+import attnsignal as asg
+from attnsignal.theory.advisor import advise_schedule
+small = asg.ModelConfig(d=20, n_informative=5, n_nuisance=10, theta=1.0)
+advise_schedule(small, 0.9, n_samples=200, tune=False, search=0)  # compiled kernels warmed
+d, target = int(sys.argv[1]), float(sys.argv[2])
+m = asg.ModelConfig(d=d, n_informative=500, n_nuisance=10_000, theta=0.25)
+t, c = time.perf_counter(), time.process_time()
+adv = advise_schedule(m, target)
+print(json.dumps({"wall": time.perf_counter() - t, "cpu": time.process_time() - c,
+                  "samples": adv.samples, "optimal": adv.optimal_samples,
+                  "step": adv.step.describe()}))
+"""
+
+
+def time_advisor(tree_src: str | None, d: int, target: float) -> dict:
+    """``advise_schedule`` at E1's size in a subprocess, from the tree at ``tree_src`` (its
+    ``src``; None: this tree)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_reproduce import ROOT, tree_env
+
+    env = tree_env(Path(tree_src) if tree_src else ROOT)
+    env["OPENBLAS_NUM_THREADS"] = env.get("OPENBLAS_NUM_THREADS", "1")
+    out = subprocess.run([sys.executable, "-c", _TIMED, str(d), str(target)], env=env,
+                         check=True, capture_output=True, text=True, cwd=os.getcwd()).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def timing(dims: list[int], target: float, against: str | None) -> None:
+    import os
+    import sys
+    import tempfile
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_reproduce import unpack
+
+    trees: list[tuple[str, str | None]] = [("this tree", None)]
+    with tempfile.TemporaryDirectory(prefix="advisor-timing-") as tmp:
+        if against:
+            trees.insert(0, (against, str(unpack(against, Path(tmp) / "ref"))))
+        rows = []
+        for d in dims:
+            for name, src in trees:
+                r = time_advisor(src, d, target)
+                rows.append((d, name, r))
+                print(f"d = {d}, {name}: advise_schedule {r['wall']:.1f} s wall, "
+                      f"{r['cpu']:.1f} s CPU; advice {r['samples']:,} samples "
+                      f"({r['step']}), optimal {r['optimal']:,}", flush=True)
+    print(f"\n| d | tree | wall s | CPU s | advice.samples | optimal_samples |\n"
+          f"|---|---|---|---|---|---|")
+    for d, name, r in rows:
+        print(f"| {d} | {name} | {r['wall']:.1f} | {r['cpu']:.1f} | {r['samples']:,} | "
+              f"{r['optimal']:,} |")
+    if against:
+        for d in dims:
+            ref = next(r for dd, n, r in rows if dd == d and n == against)
+            new = next(r for dd, n, r in rows if dd == d and n == "this tree")
+            print(f"d = {d}: this tree / {against}: wall {new['wall'] / ref['wall']:.3f}, "
+                  f"CPU {new['cpu'] / ref['cpu']:.3f}")
+    print(f"(load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
+
+
+# ------------------------------------------------------------------------------ --map-check
+
+
+def map_check(n_configs: int, runs: int, budget: float, seed: int, target: float = 0.9,
+              draw_seed: int = 27, scan: int = 60) -> list[dict]:
+    """The advice at map configurations with β ≥ 1 (module docstring), checked by simulation."""
+    from attnsignal.theory.landscape import landscape
+    from attnsignal.validate import draw_configs
+
+    rows: list[dict] = []
+    for cfg in draw_configs(scan, draw_seed):
+        if len(rows) >= n_configs:
+            break
+        model = cfg.model
+        if cfg.beta < 1.0:
+            continue
+        rs = np.linspace(0.05, target, 60)
+        if not np.all(landscape(model, rs).field > 0):  # the field must carry |ρ| past 0.9
+            print(f"{cfg.label()}: skipped (the field does not carry |rho| to {target})")
+            continue
+        t0 = time.perf_counter()
+        adv = advise_schedule(model, target, batch=cfg.batch, update=cfg.update)
+        t_adv = time.perf_counter() - t0
+        n = int(math.ceil(1.1 * adv.samples / cfg.batch))
+        work = runs * n * cfg.batch * (cfg.n_tokens + 32)
+        if work > budget:
+            print(f"{cfg.label()}: skipped (its check costs {work:.2g} token-samples > "
+                  f"{budget:.2g}; advice {adv.samples:,} samples)")
+            continue
+        lo = int(round(0.85 * adv.samples / cfg.batch))
+        dense = np.unique(np.round(np.linspace(lo, n, 80)).astype(np.int64))
+        rec = sorted(set(log_records(n, 100)) | {int(x) for x in dense})
+        t0 = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res = asg.simulate(model, adv.step, steps=n, runs=runs, batch=cfg.batch,
+                               update=cfg.update, engine="chain", record=rec, seed=seed)
+        t_sim = time.perf_counter() - t0
+        a = np.abs(np.asarray(res.alignment, dtype=np.float64))
+        mu = a.mean(axis=0)
+        ks = np.asarray(res.steps) * cfg.batch
+        hit = first_crossing(ks, mu, target)
+        # the crossing's standard error: the mean's SE there over the mean's slope
+        i = int(np.searchsorted(ks, hit)) if math.isfinite(hit) else len(ks) - 1
+        i = min(max(i, 1), len(ks) - 1)
+        se = float(a[:, i].std(ddof=1) / math.sqrt(runs))
+        slope = float((mu[i] - mu[i - 1]) / max(ks[i] - ks[i - 1], 1))
+        hit_se = se / slope if slope > 0 else math.inf
+        ratio = hit / adv.samples
+        diag = adv.dynamics.diagnostic
+        row = dict(config=cfg.label(), samples=adv.samples, step=adv.step.describe(),
+                   sim_hit=hit, hit_se=hit_se, ratio=ratio, ok=bool(0.85 <= ratio <= 1.1),
+                   t_adv=t_adv, t_sim=t_sim, runs=runs, verdict=diag.verdict,
+                   evaluations=adv.evaluations)
+        rows.append(row)
+        print(f"{cfg.label()}: advice {adv.step.describe()}, predicted {adv.samples:,} samples "
+              f"(diagnostic: {diag.verdict}); {runs} chain runs first reach mean |rho| = "
+              f"{target} at {hit:,.0f} ± {hit_se:,.0f} samples = {ratio:.3f} x -> "
+              f"{'PASS' if row['ok'] else 'FAIL'} (advise {t_adv:.0f} s, chain {t_sim:.0f} s)",
+              flush=True)
+    print("\n| configuration | advised step | predicted samples | simulated first reach "
+          "(± SE) | ratio | in 0.85–1.1 | advise s |\n|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['config']} | {r['step']} | {r['samples']:,} | {r['sim_hit']:,.0f} ± "
+              f"{r['hit_se']:,.0f} | {r['ratio']:.3f} | {'yes' if r['ok'] else 'NO'} | "
+              f"{r['t_adv']:.0f} |")
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--timing", action="store_true",
+                    help="time advise_schedule at E1's size (module docstring)")
+    ap.add_argument("--against", default=None, metavar="REF",
+                    help="with --timing: also time the committed tree REF, in the same run")
+    ap.add_argument("--target", type=float, default=0.9965,
+                    help="with --timing: the target mean |rho| (default 0.9965)")
+    ap.add_argument("--map-check", action="store_true",
+                    help="check the advice at map configurations with beta >= 1")
+    ap.add_argument("--map-configs", type=int, default=3)
+    ap.add_argument("--map-runs", type=int, default=48)
+    ap.add_argument("--map-budget", type=float, default=4e9,
+                    help="most chain token-samples of one configuration's check")
     ap.add_argument("--quick", action="store_true", help="d = 100 only, 4 runs")
     ap.add_argument("--runs", type=int, default=8, help="chain runs at d = 100 (default 8)")
     ap.add_argument("--runs-1000", type=int, default=4, help="chain runs at d = 1000 (default 4)")
@@ -130,6 +302,12 @@ def main() -> None:
                     help="only the --also-target rows (not the E1 target)")
     args = ap.parse_args()
     dims = [100] if args.quick else [int(x) for x in args.dims.split(",")]
+    if args.timing:
+        timing(dims, args.target, args.against)
+        return
+    if args.map_check:
+        map_check(args.map_configs, args.map_runs, args.map_budget, args.seed)
+        return
     runs_of = {100: 4 if args.quick else args.runs, 1000: args.runs_1000}
     extra: dict[int, list[float]] = {}
     for item in args.also_target:

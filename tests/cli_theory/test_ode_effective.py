@@ -36,7 +36,8 @@ def test_effective_table_is_the_library_effective_dynamics(tmp_path, capsys):
     rc = main(["ode", *MODEL_ARGS, *STEP_ARGS, "--rho0", "0.2", "--effective", "--steps", "300",
                "--batch", "2", "--update", "riemannian", "--record", "log", "--seed", "5",
                "--out", str(out), "--quiet", "--no-plot"])
-    text = capsys.readouterr().out
+    cap = capsys.readouterr()
+    text = cap.out
     assert rc == 0
     frame = pd.read_parquet(out / "effective.parquet")
     assert list(frame.columns) == EFFECTIVE_COLUMNS
@@ -60,6 +61,12 @@ def test_effective_table_is_the_library_effective_dynamics(tmp_path, capsys):
     assert hit > 0
     assert f"mean |ρ| >= 0.9: effective dynamics step {hit:,} (first record)" in text
     assert "batch 2, riemannian update" in text
+    # the diagnostic's line: its warning when it flags, its standard error when not
+    d = ed.diagnostic
+    if d.verdict == "ok":
+        assert f"Monte-Carlo standard error of the mean |ρ| at most {d.stderr:.2g}" in text
+    else:
+        assert d.message in " ".join((cap.out + cap.err).split())
 
 
 def test_effective_with_compare_is_one_table_with_both_gaps(tmp_path, capsys):

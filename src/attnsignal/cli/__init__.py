@@ -24,7 +24,7 @@ __all__ = ["app", "main", "entry", "UsageFailure"]
 
 def _register() -> None:
     """Import the command modules (each registers its commands on ``app``)."""
-    from . import advise, baseline, bench, reproduce, run, sweep, theory  # noqa: F401
+    from . import advise, baseline, bench, reproduce, run, sweep, theory, validate  # noqa: F401
 
 
 #: Options whose value is a path: an empty value is refused before click sees it.

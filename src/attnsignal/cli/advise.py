@@ -15,10 +15,13 @@ import numpy as np
 import pandas as pd
 import typer
 
+from rich.markup import escape
+
 from ..paths import check_output_dir
-from ..validation import Optional as Opt, Real, parse_text
+from ..validation import Integer, Optional as Opt, Real, parse_text
 from ._app import app
-from ._common import FIELD_TABLE, MODEL_FIELDS, build_configs, config_options, out
+from ._common import (FIELD_TABLE, MODEL_FIELDS, build_configs, config_options, console, out,
+                      progress_bar)
 
 MODEL_DEFAULTS = {"d": 100, "n_informative": 20, "n_nuisance": 80, "theta": 0.5, "beta": 1.0,
                   "noise_std": 1.0, "signal_sign": "fixed"}
@@ -42,6 +45,8 @@ def advise_cmd(
     config: Optional[Path] = typer.Option(None, "--config", help="TOML file with a \\[model] table; flags override it"),
     out_dir: Path = typer.Option(Path("results/advise"), "--out", help="output directory (advice.parquet, advice.png, advice.pdf)"),
     plot: bool = typer.Option(True, "--plot/--no-plot", help="write advice.png and advice.pdf"),
+    max_evaluations: Optional[str] = typer.Option(None, "--max-evaluations", help="at most this many effective-dynamics runs (>= 5; default: 40); the search stops there and says so"),
+    quiet: bool = typer.Option(False, "--quiet", help="no progress bar"),
 ) -> None:
     """Advise step sizes that bring the mean |ρ| to --target in the fewest samples.
 
@@ -70,8 +75,29 @@ def advise_cmd(
                             power=_value(compare_power, "compare_power", Real(ge=0.0), 1.0))
     check_output_dir(out_dir, "out", create=False)  # a file, read-only...: before any work
 
-    adv = advise_schedule(model, tgt, batch=b, update=upd, initial_alignment=r0, seed=sd)
+    from ..theory.advisor import MIN_EVALUATIONS
+
+    n_eval = _value(max_evaluations, "max_evaluations",
+                    Integer(ge=MIN_EVALUATIONS, le=1000), 40)
+    import warnings
+
+    from ..theory.effective import EffectiveDynamicsAccuracyWarning
+
+    with progress_bar(n_eval, "advise · effective-dynamics runs", enabled=not quiet) as advance, \
+            warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", EffectiveDynamicsAccuracyWarning)
+        done = [0]
+
+        def progress(k: int, total: int) -> None:
+            advance(k - done[0])
+            done[0] = k
+
+        adv = advise_schedule(model, tgt, batch=b, update=upd, initial_alignment=r0, seed=sd,
+                              max_evaluations=n_eval, progress=progress)
     out.print(adv.describe(), soft_wrap=True)
+    for line in dict.fromkeys(str(w.message) for w in caught
+                              if issubclass(w.category, EffectiveDynamicsAccuracyWarning)):
+        console.print(f"[yellow]warning:[/] {escape(line)}", soft_wrap=True, highlight=False)
     frames = []
     for name, ed in (("advised", adv.dynamics), ("optimal", adv.optimal_dynamics)):
         q10, q90 = ed.quantile([0.1, 0.9])

@@ -31,6 +31,7 @@ from .finite_step import (
     drift_mc,
     drift_variance,
     gradient_variance,
+    largest_plateau_step,
     samples_to_reach,
     second_order_coefficient,
 )
@@ -70,6 +71,7 @@ __all__ = [
     "second_order_coefficient",
     "corrected_drift",
     "constant_step_plateau",
+    "largest_plateau_step",
     "SamplesToReach",
     "samples_to_reach",
     "Tracking",

@@ -27,30 +27,41 @@ judged by the same number: the samples at which the effective dynamics' predicte
 2. the **advised power law** ``η0 (1 + k/k0)^(−power)`` (``1/2 < power ≤ 1``), fitted to the
    feedback schedule (least squares in ``log η`` over the steps to the target) and then tuned
    to the fewest predicted samples (a bounded Nelder–Mead search over ``log η0, log k0,
-   power``, at most 24 runs of the effective dynamics);
+   power``, at most 10 runs of the effective dynamics);
 3. a **searched knot family**: the better of 1 and 2 times ``exp g(log(1 + k))``, ``g``
    piecewise linear on 6 equally spaced knots over ``[0, log(1 + k̂)]`` (``k̂`` that schedule's
    predicted steps; ``g`` held at its last value beyond, so the tail is the base's, rescaled;
    steps capped at the moment table's largest unless the base is above it), ``g = 0`` being
-   the base, minimised by Nelder–Mead from ``g = 0`` with at most ``search`` (default 24)
+   the base, minimised by Nelder–Mead from ``g = 0`` with at most ``search`` (default 12)
    effective-dynamics runs, each over ``1.3 k̂`` steps.
 
 ``optimal`` is the one of these with the fewest predicted samples (a :class:`TabulatedStep`
 either way), and ``optimal_samples`` its predicted samples: the least predicted samples among
 the schedules searched — an **upper bound** on the true optimum over all step sequences (a
 richer search could only lower it), never above ``samples`` (the advised power law is one of
-the candidates). ``mean_path_samples`` is the time-optimal mean path alone (no spread). The
-search costs at most ``search`` more effective-dynamics runs on the same moment table,
-shorter than the tuning's (``1.3 k̂`` steps against ``4×`` the mean path's): about as much
-again as the tuning or less (57 s against 34 s without it at ``d = 40``, ``L = 40``; 120 s
-against 78 s at E1's size, ``d = 100``, ``L = 10 500``; one loaded 2-core machine).
+the candidates). ``mean_path_samples`` is the time-optimal mean path alone (no spread).
+
+Cost and bounds
+---------------
+One moment table serves every run. The candidates (the tuning's and the search's) evolve its
+pooled moments only — they are compared, not reported — on about 220 records (log-spaced over
+the horizon, dense around the expected hit, where the hit is read by linear interpolation),
+and stop at 1.5× the best predicted steps so far (the tuning) or 1.3× (the search): a hit
+before the cut is the same number as over the full horizon. The advice and the optimal schedule
+are then evolved once more over the full horizon with the full table, so ``dynamics`` and
+``optimal_dynamics`` carry the replicates' standard errors and the diagnostic (a warning when
+the predicted error exceeds 0.01). ``max_evaluations`` (default 40) bounds the runs in all:
+the tuning and the search get what the final runs leave, and ``Advice.notes`` says in one line
+when it cut them short; fewer than :data:`MIN_EVALUATIONS` is refused before any work.
+``max_blocks`` bounds each run's evolution (a candidate that needs more is discarded).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Any
+import warnings
+from dataclasses import dataclass, replace
+from typing import Any, Callable
 
 import numpy as np
 from scipy.interpolate import CubicSpline
@@ -61,14 +72,27 @@ from ..config import ConfigError, ModelConfig, StepSize
 from ..schedules import TabulatedStep
 from ..validation import Boolean, Integer, Optional, validated
 from ._checks import BATCH, MODEL, RHO0, SEED, TARGET, UPDATE
-from .effective import (EffectiveDynamics, MomentTable, _z_max, effective_dynamics,
+from .effective import (BlockBudgetExceeded, EffectiveDynamics, MomentTable, _z_max,
+                        effective_dynamics,
                         moment_table)
 from .finite_step import second_order_coefficient
 from .landscape import landscape
 
-__all__ = ["Advice", "advise_schedule", "tabulated_step"]
+__all__ = ["Advice", "advise_schedule", "tabulated_step", "MIN_EVALUATIONS"]
 
-_N_RECORDS = 400
+#: the tuning's and the search's largest number of evaluations by default
+_TUNE_EVALUATIONS = 10
+_SEARCH = 12
+#: candidates run to this many times the best predicted steps so far (the records of the full
+#: horizon cut there: a hit before the cut is the same number as over the full horizon)
+_CUT = 1.5
+#: records of an evaluation: log-spaced over the horizon, and dense around the expected hit
+_LOG_RECORDS = 120
+_DENSE_RECORDS = 100
+#: the fewest evaluations an advice needs: the feedback schedule (twice if its horizon must
+#: grow), the fitted power law, and the final runs of the advice and of the optimal schedule
+MIN_EVALUATIONS = 5
+
 
 
 def tabulated_step(etas: np.ndarray, tail: Any) -> TabulatedStep:
@@ -93,7 +117,10 @@ class Advice:
     mean_path_samples : ``k_min × batch`` of the time-optimal mean path (no spread) — a lower
         bound for the mean dynamics alone
     rho_path, eta_path : ``ρ`` and ``η*`` along the optimal mean path (model units)
-    dynamics, optimal_dynamics : the effective dynamics under ``step`` and ``optimal``
+    dynamics, optimal_dynamics : the effective dynamics under ``step`` and ``optimal`` (with
+        their standard errors and diagnostic: the advice is as good as these predictions)
+    evaluations : effective-dynamics runs used (at most ``max_evaluations``)
+    notes : one line each, e.g. that the search ended at the evaluation budget
     """
 
     target: float
@@ -109,12 +136,19 @@ class Advice:
     eta_path: np.ndarray
     dynamics: EffectiveDynamics
     optimal_dynamics: EffectiveDynamics
+    evaluations: int = 0
+    notes: tuple[str, ...] = ()
 
     def describe(self) -> str:
-        return (f"advised step: {self.step.describe()}\n"
-                f"predicted samples to mean |rho| = {self.target:g}: {self.samples:,}\n"
-                f"best schedule searched: {self.optimal_samples:,} samples "
-                f"(time-optimal mean path alone: {self.mean_path_samples:,})")
+        lines = [f"advised step: {self.step.describe()}",
+                 f"predicted samples to mean |rho| = {self.target:g}: {self.samples:,}",
+                 f"best schedule searched: {self.optimal_samples:,} samples "
+                 f"(time-optimal mean path alone: {self.mean_path_samples:,}; "
+                 f"{self.evaluations} effective-dynamics runs)"]
+        diag = getattr(self.dynamics, "diagnostic", None)
+        if diag is not None and diag.verdict != "ok":
+            lines.append(diag.message)
+        return "\n".join([*lines, *self.notes])
 
 
 def _hit(ed: EffectiveDynamics, target: float) -> float:
@@ -132,9 +166,14 @@ def _hit(ed: EffectiveDynamics, target: float) -> float:
     return k0 + f * (k1 - k0)
 
 
-def _records(steps: int) -> list[int]:
-    ks = np.unique(np.concatenate([[0, steps], np.round(np.geomspace(1, steps, _N_RECORDS))]))
-    return [int(x) for x in ks]
+def _records(steps: int, focus: float | None = None) -> list[int]:
+    """Records of an evaluation over ``steps``: log-spaced, and dense around ``focus``."""
+    parts = [[0, steps], np.round(np.geomspace(1, steps, _LOG_RECORDS))]
+    if focus is not None and math.isfinite(focus):
+        parts.append(np.round(np.linspace(0.7 * focus, min(1.4 * focus, steps),
+                                          _DENSE_RECORDS)))
+    ks = np.unique(np.concatenate(parts))
+    return [int(x) for x in ks if 0 <= x <= steps]
 
 
 def _start_abs(model: ModelConfig, initial_alignment: float | None) -> float:
@@ -146,11 +185,15 @@ def _start_abs(model: ModelConfig, initial_alignment: float | None) -> float:
 
 @validated(model=MODEL, target=TARGET, batch=BATCH, update=UPDATE,
            initial_alignment=Optional(RHO0), n_samples=Integer(ge=100), seed=SEED,
-           tune=Boolean(), search=Integer(ge=0, le=200))
+           tune=Boolean(), search=Integer(ge=0, le=200),
+           max_evaluations=Integer(ge=MIN_EVALUATIONS, le=1000),
+           max_blocks=Optional(Integer(ge=1)))
 def advise_schedule(model: ModelConfig, target: float, *, batch: int = 1,
                     update: str = "projected", initial_alignment: float | None = None,
                     n_samples: int = 4000, seed: int = 0, tune: bool = True,
-                    search: int = 24) -> Advice:
+                    search: int = _SEARCH, max_evaluations: int = 40,
+                    max_blocks: int | None = 200_000,
+                    progress: Callable[[int, int], None] | None = None) -> Advice:
     """Advise a step-size schedule that brings the mean ``|ρ|`` to ``target`` in the fewest
     samples (module docstring).
 
@@ -164,6 +207,13 @@ def advise_schedule(model: ModelConfig, target: float, *, batch: int = 1,
     tune : refine the fitted power-law step by minimising its predicted samples
     search : at most this many effective-dynamics runs for the search of the optimal schedule
         (module docstring; 0: the better of the feedback schedule and the advised power law)
+    max_evaluations : at most this many effective-dynamics runs in all (>= 5: the feedback
+        schedule, the fitted power law, a margin for a longer horizon, and the two final
+        runs); the tuning and the search stop when it is used up (``Advice.notes`` says so)
+    max_blocks : each run's block budget (a candidate that needs more is discarded; the
+        feedback schedule or the final runs needing more raise
+        :class:`~attnsignal.theory.effective.BlockBudgetExceeded`, one line)
+    progress : called as ``progress(done, max_evaluations)`` after each run
 
     Returns
     -------
@@ -221,22 +271,18 @@ def advise_schedule(model: ModelConfig, target: float, *, batch: int = 1,
     tail = StepSize(eta0=float(etas[-1]), k0=k1, power=1.0)
     optimal = tabulated_step(etas[:-1], tail)
 
-    def evaluate(step: Any, horizon: int, cut: int | None = None
-                 ) -> tuple[float, EffectiveDynamics]:
-        # cut: run only to step ``cut`` on the records of ``horizon`` (the same hit if before)
-        rec = _records(horizon)
-        if cut is not None and cut < horizon:
-            rec = [r for r in rec if r < cut] + [cut]
-        ed = effective_dynamics(model, step, steps=rec[-1], initial_alignment=initial_alignment,
-                                batch=batch, update=update, record=rec,
-                                seed=seed, n_samples=n_samples, moments=table)
-        return _hit(ed, target), ed
-
+    ev = _Evaluator(model, target, table, initial_alignment=initial_alignment, batch=batch,
+                    update=update, seed=seed, n_samples=n_samples, budget=max_evaluations,
+                    max_blocks=max_blocks, progress=progress)
     horizon = max(4 * k_path, 1000)
-    k_opt, ed_opt = evaluate(optimal, horizon)
+    focus = float(k_path)
+    k_opt, ed_opt = ev(optimal, horizon, focus)
     if not math.isfinite(k_opt):
         horizon *= 4
-        k_opt, ed_opt = evaluate(optimal, horizon)
+        k_opt, ed_opt = ev(optimal, horizon, focus)
+    if math.isfinite(k_opt):
+        focus = k_opt
+    cut = int(math.ceil(_CUT * focus)) + 2 if math.isfinite(k_opt) else None
 
     # ---- the power family: least-squares fit in log η, then tuned on predicted samples
     k_fit = int(min(k_path, k_opt if math.isfinite(k_opt) else k_path))
@@ -251,46 +297,63 @@ def advise_schedule(model: ModelConfig, target: float, *, batch: int = 1,
                          bounds=[(le[0] - 3, le[0] + 3), (0.0, math.log(1e9)), (0.51, 1.0)],
                          method="L-BFGS-B") for f in (0.1, 1.0, 10.0)), key=lambda r: r.fun)
     params = best.x
-    cache: dict[tuple, tuple[float, EffectiveDynamics]] = {}
+    cache: dict[tuple, tuple[float, Any]] = {}
+
+    def power(p: np.ndarray) -> StepSize:
+        return StepSize(eta0=math.exp(float(p[0])), k0=math.exp(min(float(p[1]),
+                                                                    math.log(1e12))),
+                        power=float(np.clip(p[2], 0.51, 1.0)))
 
     def cost(p: np.ndarray) -> float:
-        l0, lk0, pw = float(p[0]), float(p[1]), float(np.clip(p[2], 0.51, 1.0))
-        key = (round(l0, 4), round(lk0, 4), round(pw, 4))
+        st = power(p)
+        key = (round(math.log(st.eta0), 4), round(math.log(st.k0), 4), round(st.power, 4))
         if key not in cache:
-            st = StepSize(eta0=math.exp(l0), k0=math.exp(min(lk0, math.log(1e12))), power=pw)
-            cache[key] = evaluate(st, horizon)
-        return cache[key][0] if math.isfinite(cache[key][0]) else 10.0 * horizon
+            if not ev.left():
+                return math.inf
+            cache[key] = ev(st, horizon, focus, cut)
+        return ev.score(*cache[key], cut or horizon)
 
     c0 = cost(params)
-    if tune:
-        res = minimize(cost, params, method="Nelder-Mead",
-                       options=dict(maxfev=24, xatol=0.02, fatol=0.01 * min(c0, k_opt),
-                                    initial_simplex=[params, params + [0.3, 0, 0],
-                                                     params + [0, 0.7, 0],
-                                                     params + [0, 0, -0.15 if params[2] > 0.7
-                                                               else 0.15]]))
-        if res.fun < c0:
-            params = res.x
-    l0, lk0, pw = float(params[0]), float(params[1]), float(np.clip(params[2], 0.51, 1.0))
-    key = (round(l0, 4), round(lk0, 4), round(pw, 4))
-    k_adv, ed_adv = cache.get(key) or evaluate(
-        StepSize(eta0=math.exp(l0), k0=math.exp(lk0), power=pw), horizon)
-    step = StepSize(eta0=math.exp(l0), k0=math.exp(min(lk0, math.log(1e12))), power=pw)
+    if tune and math.isfinite(c0):
+        # the tuning may use what the final evaluations and half the search leave
+        n_tune = min(_TUNE_EVALUATIONS, max(0, ev.remaining() - 2 - min(search, _SEARCH) // 2))
+        if n_tune < _TUNE_EVALUATIONS:
+            ev.cut_short("tuning", n_tune, _TUNE_EVALUATIONS)
+        if n_tune > 0:
+            res = minimize(cost, params, method="Nelder-Mead",
+                           options=dict(maxfev=n_tune, xatol=0.02, fatol=0.01 * min(c0, focus),
+                                        initial_simplex=[params, params + [0.3, 0, 0],
+                                                         params + [0, 0.7, 0],
+                                                         params + [0, 0, -0.15 if params[2] > 0.7
+                                                                   else 0.15]]))
+            if res.fun < c0:
+                params = res.x
+    step = power(params)
 
     # ---- the optimal schedule: the best of the feedback, the power law and a searched family
+    k_adv = cost(params)
     power_tab = _as_tabulated(step, max(k_path, 1))
-    cands = [(k_opt, optimal, ed_opt), (k_adv, power_tab, ed_adv)]
+    cands: list[tuple[float, Any]] = [(k_opt, optimal), (k_adv, power_tab)]
     if search > 0:
-        base_k, base, _ = min(cands, key=lambda c: c[0])
-        if math.isfinite(base_k):
-            found = _search(evaluate, base, base_k, horizon, search, float(table.etas[-1]) / s2)
+        base_k, base = min(cands, key=lambda c: c[0])
+        n_search = min(search, max(0, ev.remaining() - 2))
+        if n_search < search:
+            ev.cut_short("search", n_search, search)
+        if math.isfinite(base_k) and n_search > 0:
+            found = _search(ev, base, base_k, horizon, n_search, float(table.etas[-1]) / s2)
             if found is not None:
                 cands.append(found)
-    k_best, optimal, ed_best = min(cands, key=lambda c: c[0])
-    if ed_best.steps[-1] < horizon:  # the searched winner: its law over the full horizon
-        k_full, ed_full = evaluate(optimal, horizon)  # the same hit (same records before it)
-        cands[-1] = (k_full, optimal, ed_full)
-        k_best, optimal, ed_best = min(cands, key=lambda c: c[0])
+
+    # ---- the advice and the optimal schedule over the full horizon, with the full table
+    # (replicate standard errors and the diagnostic)
+    k_adv, ed_adv = ev(step, horizon, focus, final=True)
+    k_best, optimal = min(cands, key=lambda c: c[0])
+    if optimal is power_tab or not k_best < k_adv:
+        k_best, optimal, ed_best = k_adv, power_tab, ed_adv
+    else:
+        k_best, ed_best = ev(optimal, horizon, focus, final=True)
+        if not k_best < k_adv:  # the records of the full horizon decide a near tie
+            k_best, optimal, ed_best = k_adv, power_tab, ed_adv
 
     def samples(k: float) -> int:
         return int(math.ceil(k)) * batch if math.isfinite(k) else -1
@@ -301,7 +364,82 @@ def advise_schedule(model: ModelConfig, target: float, *, batch: int = 1,
                   mean_path_samples=samples(kz[np.searchsorted(np.abs(np.tanh(zf)), target)]
                                             if np.abs(np.tanh(zf[-1])) >= target else math.inf),
                   rho_path=np.tanh(z_at_k), eta_path=etas, dynamics=ed_adv,
-                  optimal_dynamics=ed_best)
+                  optimal_dynamics=ed_best, evaluations=ev.count, notes=tuple(ev.notes))
+
+
+
+
+class _Evaluator:
+    """The effective dynamics of candidate schedules on one moment table, counted against the
+    evaluation budget. Candidates evolve the pooled table alone (no replicates, no diagnostic:
+    they are only compared); the final evaluations (``final=True``) the full table, with the
+    replicates' standard errors and the diagnostic. Records: :data:`_LOG_RECORDS` log-spaced over
+    the horizon and :data:`_DENSE_RECORDS` linearly spaced over ``[0.7, 1.4] × focus`` (the
+    expected hit), where the hit is read by linear interpolation."""
+
+    def __init__(self, model: ModelConfig, target: float, table: MomentTable, *,
+                 initial_alignment: float | None, batch: int, update: str, seed: int,
+                 n_samples: int, budget: int, max_blocks: int | None, progress: Any):
+        self.model, self.target, self.table = model, target, table
+        self.pooled = (table if table.replicates == 0 else
+                       replace(table, replicate_a=None, replicate_b=None))
+        self.kw = dict(initial_alignment=initial_alignment, batch=batch, update=update,
+                       seed=seed, n_samples=n_samples, max_blocks=max_blocks)
+        self.budget, self.progress = budget, progress
+        self.count = 0
+        self.notes: list[str] = []
+
+    def remaining(self) -> int:
+        return self.budget - self.count
+
+    def left(self) -> bool:
+        """Whether a candidate may still be evaluated; notes once when the budget is used up."""
+        if self.count < self.budget:
+            return True
+        self._note(f"the search ended at the evaluation budget ({self.budget} "
+                   "effective-dynamics runs, max_evaluations)")
+        return False
+
+    def cut_short(self, what: str, runs: int, wanted: int) -> None:
+        """Note that the evaluation budget left ``what`` ``runs`` of its ``wanted``."""
+        self._note(f"the {what} was cut to {runs} of its {wanted} effective-dynamics runs by "
+                   f"the evaluation budget (max_evaluations = {self.budget})")
+
+    def _note(self, note: str) -> None:
+        if note not in self.notes:
+            self.notes.append(note)
+
+    def __call__(self, step: Any, horizon: int, focus: float, cut: int | None = None,
+                 final: bool = False) -> tuple[float, Any]:
+        rec = _records(horizon, focus)
+        if cut is not None and cut < horizon:
+            rec = [r for r in rec if r < cut] + [cut]
+        self.count += 1
+        try:
+            with warnings.catch_warnings():
+                if not final:
+                    warnings.simplefilter("ignore")
+                ed = effective_dynamics(self.model, step, steps=rec[-1], record=rec,
+                                        moments=self.table if final else self.pooled,
+                                        tolerance=0.01 if final else None, **self.kw)
+        except BlockBudgetExceeded:
+            if final:
+                raise
+            return math.inf, None
+        finally:
+            if self.progress is not None:
+                self.progress(self.count, self.budget)
+        return _hit(ed, self.target), ed
+
+    @staticmethod
+    def score(k: float, ed: Any, span: int) -> float:
+        """What the searches minimise: the hit, or beyond the span ``span·(2 − mean|ρ|)`` at its
+        end (how far it got), or ``10·span`` where nothing was evolved."""
+        if math.isfinite(k):
+            return k
+        if ed is not None and np.isfinite(ed.mean_abs[-1]):
+            return span * (1.0 + max(0.0, 1.0 - float(ed.mean_abs[-1])))
+        return 10.0 * span
 
 
 def _as_tabulated(step: StepSize, n: int) -> TabulatedStep:
@@ -333,16 +471,16 @@ def _knot_correction(base: TabulatedStep, k_span: float, n: int, knots: np.ndarr
 _SEARCH_KNOTS = 6
 
 
-def _search(evaluate: Any, base: TabulatedStep, base_k: float, horizon: int, budget: int,
-            cap: float) -> tuple[float, TabulatedStep, EffectiveDynamics] | None:
+def _search(ev: "_Evaluator", base: TabulatedStep, base_k: float, horizon: int, budget: int,
+            cap: float) -> tuple[float, TabulatedStep] | None:
     """Nelder–Mead over the knot correction ``g`` of :func:`_knot_correction` (``g = 0`` is
     ``base``), at most ``budget`` effective-dynamics runs of ``1.3 × base_k`` steps (the record
     grid of the full ``horizon`` cut there, so a hit before the cut is the same number as over
-    the full horizon). Returns the best searched ``(k, schedule, dynamics)``, or None when no
-    searched schedule beat ``base``."""
+    the full horizon). Returns the best searched ``(k, schedule)``, or None when no searched
+    schedule beat ``base``."""
     h_s = int(min(horizon, math.ceil(1.3 * base_k) + 2))
     n = max(h_s, len(base.etas))
-    best: list[Any] = [base_k, None, None]
+    best: list[Any] = [base_k, None]
     seen: dict[tuple, float] = {tuple(np.zeros(_SEARCH_KNOTS)): base_k}  # g = 0 is the base
     count = [0]
 
@@ -350,23 +488,17 @@ def _search(evaluate: Any, base: TabulatedStep, base_k: float, horizon: int, bud
         key = tuple(np.round(g, 3))
         if key in seen:
             return seen[key]
-        if count[0] >= budget:
+        if count[0] >= budget or not ev.left():
             return 10.0 * h_s
         count[0] += 1
         try:
             sched = _knot_correction(base, base_k, n, np.asarray(g, dtype=np.float64), cap)
-            k, ed = evaluate(sched, horizon, cut=h_s)
+            k, ed = ev(sched, horizon, base_k, cut=h_s)
         except (ConfigError, FloatingPointError, ValueError):
             k, ed, sched = math.inf, None, None
-        if math.isfinite(k):
-            c = k
-            if k < best[0]:
-                best[:] = [k, sched, ed]
-        elif ed is not None and np.isfinite(ed.mean_abs[-1]):
-            c = h_s * (1.0 + max(0.0, 1.0 - float(ed.mean_abs[-1])))
-        else:
-            c = 10.0 * h_s
-        seen[key] = c
+        if math.isfinite(k) and k < best[0]:
+            best[:] = [k, sched]
+        seen[key] = c = ev.score(k, ed, h_s)
         return c
 
     x0 = np.zeros(_SEARCH_KNOTS)
@@ -376,7 +508,7 @@ def _search(evaluate: Any, base: TabulatedStep, base_k: float, horizon: int, bud
                           initial_simplex=np.array(simplex)))
     if best[1] is None:
         return None
-    return best[0], best[1], best[2]
+    return best[0], best[1]
 
 
 def _optimal_policy(table: MomentTable, side: float

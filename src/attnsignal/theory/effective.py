@@ -1,10 +1,12 @@
-"""Effective dynamics at finite step and dimension: the law of ``ρ_k``
-(docs/theory.md#the-law-of-rho-k).
+"""Effective dynamics at finite step and dimension: the law of ``ρ_k``, with its own error.
 
-``ρ_k`` is a Markov chain (docs/model.md#the-alignment-is-a-markov-chain). This module evolves
-its law on a grid with the finite-``η`` one-step moments of the exact reduced sampler, and so predicts the mean ``E ρ_k``, the mean
-``E|ρ_k|`` and any quantile of ``|ρ_k|`` — what a simulation shows at the sizes users run —
-where the limiting ODE ``dρ/dt = (1 − ρ²)Φ'(ρ)`` is only the ``η → 0`` limit.
+``ρ_k`` is a Markov chain (``docs/effective-dynamics.md``). This module evolves its law on a
+grid with the finite-``η`` one-step moments of the exact reduced sampler (:mod:`.moments`),
+and so predicts the mean ``E ρ_k``, the mean ``E|ρ_k|`` and any quantile of ``|ρ_k|`` — what a
+simulation shows at the sizes users run — where the limiting ODE ``dρ/dt = (1 − ρ²)Φ'(ρ)`` is
+only the ``η → 0`` limit. It also says how far to trust the prediction: a Monte-Carlo standard
+error of every predicted quantity and a validity diagnostic (:class:`Diagnostic`) that warns,
+or with ``strict=True`` raises, when the predicted error exceeds the caller's tolerance.
 
 Coordinates
 -----------
@@ -12,29 +14,16 @@ The law is carried in ``z = artanh ρ`` on a uniform grid ``z_j = j h`` on ``[�
 the first-order drift is the limiting ODE itself, ``E[Δz] = η Φ'(ρ) + O(η²)`` (since
 ``E[g_e] = s Φ'(ρ)``, ``s = √(1 − ρ²)``), and the approach to ``±1`` — where ``1 − |ρ|`` is
 spread over decades — is resolved uniformly (``1 − |ρ| ≈ 2 e^{−2|z|}``). ``Z`` is chosen
-above the constant-step plateau of the smallest step of the schedule
-(docs/theory.md#the-second-order-term) by a margin of
-2 in ``z`` (a factor ``e⁴`` in ``1 − |ρ|``); mass that would leave the grid stays on its last node.
+above the constant-step plateau of the smallest step of the schedule by a margin of 2 in
+``z`` (a factor ``e⁴`` in ``1 − |ρ|``); mass that would leave the grid stays on its last node.
 
-One-step moments (:func:`one_step_moments`)
--------------------------------------------
-At each of about 65 alignments (uniform in ``z``) the reduced sampler (:mod:`.reduced`) draws
-``n_samples`` per-sample gradients ``(g_q, g_e, ||u||²)`` once (common random numbers), and the
-*exact* update (projected or riemannian; minibatches of ``B`` distinct draws with the complement
-norm from a Bartlett draw of Wishart(``D``, ``I_B``), §2.1) gives ``ρ'`` for every draw at every
-step size of a log-spaced table spanning the schedule. Then, with the control variate of §8,
-
-    m(z, η) = E[Δz] = η Φ'(ρ) + mean(Δz − η ḡ_e / s),      v(z, η) = Var(Δz)  (sample variance),
-
-(with the control variate's coefficient fitted by regression, which is 1 + O(η) and never does
-worse than the plain mean at large ``η``),
-
-``Φ'`` from the exact quadrature (:mod:`.exact`). These are not truncated in ``η``: every order
-of the step is in them; the only error is Monte-Carlo: the remainder ``Δz − ηḡ_e/s`` has standard
-deviation ``O(η²/s²)``, so ``m`` has error ``O(η²/√n)`` (about ``10⁻³`` relative to the ``η²``
-term at ``n = 4000``), ``v`` a relative error ``≈ √(2/n)``. Between table points ``(m − ηΦ')
-s²/η²`` and ``v s²/η²`` (bounded, smooth) are interpolated by cubic splines in ``log η`` and
-in ``z``.
+One-step moments
+----------------
+At alignments ``0.2`` apart in ``z`` and steps log-spaced over the schedule, the drift
+``m(z, η) = E[Δz]`` and diffusion ``v(z, η) = Var[Δz]`` of one exact update, importance-sampled
+on the largest attention score and with draws added until their standard errors are below
+``rtol`` (:func:`.moments.moment_table`). Between table points ``(m − ηΦ') s²/η²`` and
+``v s²/η²`` (bounded, smooth) are interpolated by cubic splines in ``log η`` and in ``z``.
 
 Evolution of the law
 --------------------
@@ -48,20 +37,29 @@ at most 1 %:
 so the variance of a block is *not* ``n`` times a one-step variance: an expanding drift (near
 ``ρ ≈ 0``) amplifies it, a contracting one (near the plateau) saturates it at the local
 stationary variance. The block's transition from ``z_j`` is ``N(x, P)``, deposited on the grid
-with the hat (linear-interpolation) kernel whose own variance ``h²/6`` is subtracted first: the
-deposited law has exactly the block's mean and variance (when ``P ≥ h²/6``), so the grid adds
-no numerical diffusion and removes none. A block ends at a record, or when the variance grown
-from a node among those that hold 99 % of the mass reaches ``0.05²``, so that
-the drift is close to linear across each block's spread — also in the contracting region near
-the plateau, where an unlimited block would replace the skewed local law by a Gaussian.
+with the block's mean and variance (:func:`_deposit_kernel`: the hat kernel after subtracting
+its own variance ``h²/6`` when ``P`` is within a few grid steps, the sampled Gaussian beyond),
+so the grid adds no numerical diffusion and removes none. Sources are merged where the
+previous block's spread is many grid steps wide (:func:`_sources`). A block ends at a record, or when the variance grown
+from a node among those that hold 99 % of the mass reaches ``0.05²``, so that the drift is
+close to linear across each block's spread. The whole evolution is compiled
+(:func:`_evolve_one`).
 
-Order and error. The scheme is a diffusion (second-moment) approximation of the chain in ``z``
-with exact-in-``η`` moments: the per-step jump's third and higher cumulants (``O(η³)`` per step)
-are dropped, which over the ``≈ 1/η`` steps that matter leaves an ``O(η²)`` error in the law
-relative to ``O(η)`` for the ``O(η²)``-truncated drift and ``O(1)`` for the limiting ODE, plus
-the Monte-Carlo error above and the linear-noise error within a block (``O(c²)`` with
-``c = 0.05``). Measured against the chain engine: ``docs/effective-dynamics.md`` and
-``benchmarks/effective_accuracy.py``.
+Order and error
+---------------
+The scheme is a diffusion (second-moment) approximation of the chain in ``z`` with
+exact-in-``η`` moments: the per-step jump's third and higher cumulants are dropped, which is
+accurate when many steps shape the law (each step's jump small against the law's width) and
+degrades when single steps do — small ``L`` with large ``η``, or an escape from ``ρ ≈ 0`` in
+few steps. The prediction's errors, and how :class:`Diagnostic` estimates each:
+
+* Monte-Carlo: the draws behind the moments are split into ``K`` disjoint groups whose tables
+  are evolved separately; the spread of the ``K`` predictions gives the standard error of the
+  pooled prediction (``mean_abs_stderr``, :meth:`EffectiveDynamics.quantile_stderr`);
+* the diffusion approximation: per block, the jump's skewness and excess kurtosis against the
+  number of steps that shape the law there (:class:`Diagnostic`).
+
+Measured against the chain engine: ``docs/effective-dynamics.md``.
 
 Why a narrower band would appear (what this scheme avoids): a Gaussian kernel evaluated at grid
 nodes and renormalised loses variance when its width is below the grid step; aggregating ``n``
@@ -79,36 +77,45 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from numba import njit
 from scipy.interpolate import CubicSpline
+from scipy.stats import t as student_t
 
 from ..config import ConfigError, ModelConfig
 from ..seeds import stream
-from ..validation import Integer, Optional, Real, validated
+from ..validation import Boolean, Integer, Optional, Real, validated
 from ._checks import BATCH, MODEL, RHO0, SEED, STEP, UPDATE
-from .exact import MAX_BETA
-from .field import dphi_interpolant
-from .reduced import reduced_chunks
+from .reduced import _in_threads
+from .moments import (DEFAULT_RTOL, NODE_DZ, Z_CAP, MomentTable, OneStepMoments, _dphi_std,
+                      _gradient_pool, _max_samples, build_table, check_pool_memory, eta_nodes,
+                      extend_table,
+                      moment_table, one_step_moments)
 
-__all__ = ["BlockBudgetExceeded", "EffectiveDynamics", "MomentTable", "OneStepMoments",
-           "effective_dynamics", "grid_spacing", "max_grid_nodes", "moment_table",
-           "one_step_moments", "schedule_etas", "record_schedule"]
+__all__ = ["BlockBudgetExceeded", "Diagnostic", "EffectiveDynamics",
+           "EffectiveDynamicsAccuracyError", "EffectiveDynamicsAccuracyWarning", "MomentTable",
+           "OneStepMoments", "effective_dynamics", "grid_spacing", "max_grid_nodes",
+           "moment_table", "one_step_moments", "schedule_etas", "record_schedule",
+           "check_pool_memory", "z_max"]
 
 _BLOCK_SD = 0.05          # largest spread of a block from a node that carries mass (in z)
 _ETA_CHANGE = 0.01        # largest relative change of η within a sub-block
 _MOVE = 0.02              # largest mean displacement of a non-stiff node per sub-block (in z)
-_NODE_DZ = 0.2            # spacing of the moment nodes in z
+_MAX_PIECES = 32          # at most this many pieces of a sub-block per node
 _MAX_GRID = 20_001
-_Z_CAP = 9.0              # the grid never reaches beyond |z| = 9 (1 − |ρ| ≈ 3e-8)
 #: largest standardised step ``σ²η`` (its square must stay finite: beyond ~1e154 the drift
 #: would be NaN and the law would silently stand still)
 MAX_STD_STEP = 1e150
 _MAX_STEPS = 50_000_000
 _MAX_LAW = 60_000_000     # doubles kept for the law (records × grid)
+#: the share of the tolerance the Monte-Carlo error may take before more draws are made
+_MC_SHARE = 0.5
+#: the levels at which the replicates' quantiles are kept (:meth:`EffectiveDynamics.quantile_stderr`)
+_Q_LEVELS = np.linspace(0.0, 1.0, 101)
 
 
 class BlockBudgetExceeded(RuntimeError):
@@ -130,6 +137,15 @@ class BlockBudgetExceeded(RuntimeError):
         return (type(self), (self.max_blocks, self.step, self.steps))
 
 
+class EffectiveDynamicsAccuracyWarning(RuntimeWarning):
+    """The effective dynamics' predicted error exceeds the caller's ``tolerance``; the message
+    is :attr:`Diagnostic.message` (one line naming the cause)."""
+
+
+class EffectiveDynamicsAccuracyError(RuntimeError):
+    """Raised instead of :class:`EffectiveDynamicsAccuracyWarning` with ``strict=True``."""
+
+
 def grid_spacing(d: int) -> float:
     """The default spacing ``h = min(0.01, 0.1/√d)`` of the ``z`` grid (the uniform start's
     law has width ``≈ 1/√d`` in ``z``)."""
@@ -139,21 +155,7 @@ def grid_spacing(d: int) -> float:
 def max_grid_nodes(d: int) -> int:
     """The most nodes the default grid can have at dimension ``d``: ``2⌈Z/h⌉ + 1`` with the
     largest extent ``Z = 9``, at most 20 001 — a bound known before any work."""
-    return min(_MAX_GRID, 2 * math.ceil(_Z_CAP / grid_spacing(d)) + 1)
-
-
-def check_pool_memory(batch: int, n_samples: int, z_max: float = _Z_CAP) -> None:
-    """Refuse, before any work, a minibatch pool that memory cannot hold: the moment table
-    keeps about ``3·M·n·B + 2·n·B²`` doubles for ``B = batch`` (``B = 1``: ``3·M·n``), ``n =
-    n_samples`` draws and ``M = 2⌈z_max/0.2⌉ + 1`` moment nodes (91 at the largest extent, the
-    default — a bound known before the extent is). Raises ConfigError (field ``batch``)."""
-    from ..limits import check_memory
-
-    nodes = 2 * math.ceil(min(z_max, _Z_CAP) / _NODE_DZ) + 1
-    n, b = float(n_samples), float(batch)
-    check_memory("batch", 8.0 * (3 * nodes * n * b + 2 * n * b * b),
-                 f"the effective dynamics' minibatch pool (B = {batch}, {n_samples} draws)",
-                 batch)
+    return min(_MAX_GRID, 2 * math.ceil(Z_CAP / grid_spacing(d)) + 1)
 
 
 # --------------------------------------------------------------------------- schedules
@@ -174,313 +176,64 @@ def record_schedule(steps: int, record_every: int | None = None,
                       dtype=np.int64)
 
 
-# --------------------------------------------------------------------------- one step
+# --------------------------------------------------------------------------- compiled law
 
-
-@dataclass(frozen=True, eq=False)
-class OneStepMoments:
-    """Moments of the one-step change at alignments ``rho`` (shape ``(n_rho,)``) and steps
-    ``eta`` (``(n_eta,)``, original units), each ``(n_rho, n_eta)``:
-
-    drift_rho, var_rho : ``E[ρ' − ρ]`` (control variate ``η(1 − ρ²)Φ'``) and ``Var[ρ' − ρ]``
-    drift_z, var_z : the same for ``Δz = artanh ρ' − artanh ρ`` (control variate ``ηΦ'``)
-    stderr_drift_rho, stderr_drift_z : Monte-Carlo standard errors of the drifts
-    """
-
-    rho: np.ndarray
-    eta: np.ndarray
-    drift_rho: np.ndarray
-    var_rho: np.ndarray
-    drift_z: np.ndarray
-    var_z: np.ndarray
-    stderr_drift_rho: np.ndarray
-    stderr_drift_z: np.ndarray
-    n_samples: int
-
-
-def _gradient_pool(model: ModelConfig, rhos: np.ndarray, n_samples: int, seed: int
-                   ) -> np.ndarray:
-    """Per-sample ``(g_q, g_e, ||u||²)`` at every ``ρ`` from one set of reduced draws
-    (:func:`.reduced.reduced_chunks`, common to all ``ρ``; the compiled
-    :meth:`.reduced.ReducedDraws.gradients`): ``(n_rho, n_samples, 3)``, standardised units."""
-    out = np.empty((rhos.size, n_samples, 3))
-    pos = 0
-    rh = np.ascontiguousarray(rhos, dtype=np.float64)
-    for draws in reduced_chunks(model, n_samples, seed):
-        n = draws.a.shape[0]
-        out[:, pos:pos + n] = draws.gradients(rh)
-        pos += n
-    return out
-
-
-def _batches(pool: np.ndarray, batch: int, D: int, seed: int
-             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Minibatch means ``ḡ_q, ḡ_e`` and ``||ū||²`` from the pool: batch ``i`` averages the ``B``
-    distinct draws ``π(i + o_j mod n)``, ``o_j = j⌊φn⌋ mod n``; ``||Σ_b u_b/B||² = cᵀGc``, ``c_b = r_b/√G_bb`` with
-    ``G`` a Bartlett draw of Wishart(``D``, ``I_B``) (direct directions if ``D < B``)."""
-    if batch == 1:
-        return pool[..., 0], pool[..., 1], pool[..., 2]
-    n = pool.shape[1]
-    if n < batch:
-        raise ConfigError("n_samples", f"must be >= batch = {batch}", n)
-    rng = np.random.default_rng(stream(seed, "minibatches", batch))
-    perm = rng.permutation(n)
-    # offsets j·⌊φ n⌋ (golden ratio): distinct partners, no short cycle (with offsets j·n/B
-    # every batch would recur B times and the n batches hold only n/B independent ones)
-    off = np.array([(j * int(0.6180339887498949 * n)) % n for j in range(batch)])
-    if np.unique(off).size < batch:
-        off = np.arange(batch)
-    idx = perm[(np.arange(n)[:, None] + off[None, :]) % n]  # (n, B)
-    gq = pool[:, idx, 0].mean(axis=2)
-    ge = pool[:, idx, 1].mean(axis=2)
-    r = np.sqrt(pool[:, idx, 2])  # (n_rho, n, B)
-    if D >= batch:
-        T = np.zeros((n, batch, batch))
-        for j in range(batch):
-            T[:, j, j] = np.sqrt(rng.chisquare(D - j, n))
-            if j:
-                T[:, j, :j] = rng.standard_normal((n, j))
-        G = np.einsum("nij,nkj->nik", T, T)
-    elif D > 0:
-        Y = rng.standard_normal((n, batch, D))
-        G = np.einsum("nid,nkd->nik", Y, Y)
-    else:
-        G = np.zeros((n, batch, batch))
-    diag = np.sqrt(np.maximum(np.einsum("nii->ni", G), 1e-300))
-    c = r / diag[None, :, :]
-    u2 = np.einsum("rni,nik,rnk->rn", c, G, c) / (batch * batch)
-    return gq, ge, u2
-
-
-def _control_variate(y: np.ndarray, x: np.ndarray, ex: np.ndarray
-                     ) -> tuple[np.ndarray, np.ndarray]:
-    """``E[y]`` per row from draws ``y`` with the control variate ``x`` of known mean ``ex``:
-    ``mean(y − c(x − ex))`` with the regression coefficient ``c = Cov(y, x)/Var(x)`` (``c → 1``
-    as ``η → 0``, where ``y − x = O(η²)``; at large ``η`` the fitted ``c`` keeps the variance
-    below that of the plain mean). Returns the estimate and its standard error."""
-    n = y.shape[1]
-    xc = x - x.mean(axis=1, keepdims=True)
-    yc = y - y.mean(axis=1, keepdims=True)
-    vx = np.einsum("ij,ij->i", xc, xc)
-    c = np.where(vx > 0, np.einsum("ij,ij->i", xc, yc) / np.where(vx > 0, vx, 1.0), 0.0)
-    res = y - c[:, None] * x
-    est = res.mean(axis=1) + c * ex
-    return est, res.std(axis=1, ddof=1) / math.sqrt(n)
-
-
-def _step_moments(rhos: np.ndarray, dphi: np.ndarray, gq: np.ndarray, ge: np.ndarray,
-                  u2: np.ndarray, eta: float, update: str) -> tuple[np.ndarray, ...]:
-    """Exact update for every draw at standardised step ``eta``; moments with control variates."""
-    r = rhos[:, None]
-    s = np.sqrt(np.maximum(1.0 - r * r, 0.0))
-    gq_ = 0.0 if update == "riemannian" else gq
-    num = r * (1.0 + eta * gq_) + s * eta * ge
-    den = np.sqrt((1.0 + eta * gq_) ** 2 + (eta * ge) ** 2 + eta * eta * u2)
-    rp = np.clip(num / den, -1.0, 1.0)
-    d_rho = rp - r
-    drift_rho, se_rho = _control_variate(d_rho, eta * s * ge, eta * (1.0 - rhos ** 2) * dphi)
-    var_rho = d_rho.var(axis=1, ddof=1)
-    lim = 1.0 - 1e-16
-    d_z = np.arctanh(np.clip(rp, -lim, lim)) - np.arctanh(np.clip(r, -lim, lim))
-    drift_z, se_z = _control_variate(d_z, eta * ge / np.maximum(s, 1e-300), eta * dphi)
-    var_z = d_z.var(axis=1, ddof=1)
-    return drift_rho, var_rho, drift_z, var_z, se_rho, se_z
-
-
-def _dphi_std(model: ModelConfig):
-    std = model.standardized()
-    method = "exact" if std.beta <= MAX_BETA else "mc"
-    return dphi_interpolant(std, method)
-
-
-@validated(model=MODEL, batch=BATCH, update=UPDATE, n_samples=Integer(ge=2), seed=SEED)
-def one_step_moments(model: ModelConfig, rho: Any, eta: Any, *, batch: int = 1,
-                     update: str = "projected", n_samples: int = 4000,
-                     seed: int = 0) -> OneStepMoments:
-    """Mean and variance of the one-step change of ``ρ`` and of ``z = artanh ρ`` at every
-    ``(ρ, η)`` (``η`` in the model's units; ``σ ≠ 1`` uses the standardised model with step
-    ``σ²η``), from the exact reduced update with the control variate of
-    docs/theory.md#the-law-of-rho-k:
-    ``E[Δρ] = η(1 − ρ²)Φ'(ρ) + E[Δρ − η s ḡ_e]`` (``E[Δz] = ηΦ'(ρ) + E[Δz − ηḡ_e/s]``), the
-    coefficient of the control variate fitted by regression (:func:`_control_variate`).
-
-    rho : values in (−1, 1); eta : values > 0. Raises ``ConfigError`` for bad input."""
-    rhos = np.atleast_1d(np.asarray(rho, dtype=np.float64)).ravel()
-    if rhos.size == 0 or not np.all(np.isfinite(rhos)) or np.any(np.abs(rhos) >= 1.0):
-        raise ConfigError("rho", "must be finite numbers in (-1, 1)", rho)
-    etas = np.atleast_1d(np.asarray(eta, dtype=np.float64)).ravel()
-    if etas.size == 0 or not np.all(np.isfinite(etas)) or np.any(etas <= 0):
-        raise ConfigError("eta", "must be finite numbers > 0", eta)
-    std = model.standardized()
-    s2 = model.noise_std ** 2
-    dphi = np.asarray(_dphi_std(model)(rhos))
-    pool = _gradient_pool(std, rhos, n_samples, seed)
-    gq, ge, u2 = _batches(pool, batch, std.d - 2, seed)
-    out = [np.empty((rhos.size, etas.size)) for _ in range(6)]
-    for j, e in enumerate(etas):
-        res = _step_moments(rhos, dphi, gq, ge, u2, float(e) * s2, update)
-        for o, x in zip(out, res):
-            o[:, j] = x
-    return OneStepMoments(rhos, etas, out[0], out[1], out[2], out[3], out[4], out[5],
-                          int(n_samples))
-
-
-# --------------------------------------------------------------------------- moment table
-
-
-@dataclass(frozen=True, eq=False)
-class MomentTable:
-    """Per-step drift ``m(z, η) = E[Δz]`` and diffusion ``v(z, η) = Var[Δz]`` of
-    ``z = artanh ρ`` on ``z_nodes × etas`` (standardised steps ``etas``), stored normalised:
-    ``a = (m − ηΦ')s²/η²`` and ``b = v s²/η²`` (``s² = 1 − ρ²``), with ``dphi = Φ'`` at the nodes
-    (standardised). :meth:`at` returns the interpolants at one step."""
-
-    z_nodes: np.ndarray
-    etas: np.ndarray
-    a: np.ndarray
-    b: np.ndarray
-    dphi_nodes: np.ndarray
-    n_samples: int
-    _dphi: Any = field(repr=False, default=None)
-
-    def __post_init__(self) -> None:
-        if self.etas.size >= 4:
-            le = np.log(self.etas)
-            object.__setattr__(self, "_sa", CubicSpline(le, self.a, axis=1))
-            object.__setattr__(self, "_sb", CubicSpline(le, self.b, axis=1))
-        zf = np.linspace(self.z_nodes[0], self.z_nodes[-1], 4001)
-        object.__setattr__(self, "_fp", CubicSpline(zf, np.asarray(self._dphi(np.tanh(zf)))))
-
-    def _coeffs(self, eta: float) -> tuple[np.ndarray, np.ndarray]:
-        if self.etas.size == 1:
-            return self.a[:, 0], self.b[:, 0]
-        le = np.log(self.etas)
-        x = float(np.clip(math.log(eta), le[0], le[-1]))
-        if self.etas.size < 4:
-            a = np.array([np.interp(x, le, row) for row in self.a])
-            b = np.array([np.interp(x, le, row) for row in self.b])
-            return a, b
-        return self._sa(x), self._sb(x)  # type: ignore[attr-defined]
-
-    def at(self, eta: float) -> "_Local":
-        """Interpolants of ``m(·, η)``, ``∂_z m`` and ``v(·, η)`` at the standardised step."""
-        a, b = self._coeffs(eta)
-        return _Local(eta, CubicSpline(self.z_nodes, a), CubicSpline(self.z_nodes, b),
-                      self._fp, float(self.z_nodes[0]), float(self.z_nodes[-1]))  # type: ignore[attr-defined]
-
-
-@dataclass(frozen=True, eq=False)
-class _Local:
-    eta: float
-    a: CubicSpline
-    b: CubicSpline
-    fp: CubicSpline  # z ↦ Φ'(tanh z)
-    lo: float
-    hi: float
-
-    def __call__(self, z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``m``, ``∂_z m`` and ``v`` at ``z`` (standardised step)."""
-        z = np.clip(z, self.lo, self.hi)
-        rho = np.tanh(z)
-        c2 = np.cosh(z) ** 2  # 1/s²
-        e = self.eta
-        a = self.a(z)
-        m = e * self.fp(z) + e * e * a * c2
-        mz = e * self.fp(z, 1) + e * e * (self.a(z, 1) + 2.0 * rho * a) * c2
-        v = np.maximum(e * e * self.b(z) * c2, 0.0)
-        return m, mz, v
-
-
-def _eta_nodes(lo: float, hi: float) -> np.ndarray:
-    """Log-spaced table steps on ``[lo, hi]`` (ratio at most 1.25, 4 to 24 of them)."""
-    if hi / lo < 1.0 + 1e-9:
-        return np.array([lo])
-    n_eta = int(min(24, max(4, math.ceil(math.log(hi / lo) / math.log(1.25)) + 1)))
-    return np.exp(np.linspace(math.log(lo), math.log(hi), n_eta))
-
-
-@validated(model=MODEL, eta_min=Real(gt=0.0), eta_max=Real(gt=0.0), batch=BATCH,
-           update=UPDATE, z_max=Optional(Real(ge=1.0, le=_Z_CAP)), n_samples=Integer(ge=100),
-           seed=SEED)
-def moment_table(model: ModelConfig, eta_min: float, eta_max: float, *, batch: int = 1,
-                 update: str = "projected", z_max: float | None = None, n_samples: int = 4000,
-                 seed: int = 0) -> MomentTable:
-    """The one-step moment table of ``z = artanh ρ`` for steps in ``[eta_min, eta_max]``
-    (model units), for reuse by several :func:`effective_dynamics` calls (the schedule
-    advisor). ``z_max`` defaults to 2 above the plateau of ``eta_min``."""
-    if eta_max < eta_min:
-        raise ConfigError("eta_max", f"must be >= eta_min = {eta_min:g}", eta_max)
-    check_pool_memory(batch, n_samples, _Z_CAP if z_max is None else z_max)
-    s2 = model.noise_std ** 2
-    if z_max is None:
-        z_max = _z_max(model, eta_min * s2, batch, None, seed)
-    return _moment_table(model, float(z_max), _eta_nodes(eta_min * s2, eta_max * s2), batch,
-                         update, n_samples, seed)
-
-
-def _moment_table(model: ModelConfig, z_max: float, etas_std: np.ndarray, batch: int,
-                  update: str, n_samples: int, seed: int) -> MomentTable:
-    n_nodes = 2 * int(math.ceil(z_max / _NODE_DZ)) + 1
-    z_nodes = np.linspace(-z_max, z_max, n_nodes)
-    rhos = np.tanh(z_nodes)
-    std = model.standardized()
-    dphi_f = _dphi_std(model)
-    dphi = np.asarray(dphi_f(rhos))
-    pool = _gradient_pool(std, rhos, n_samples, seed)
-    gq, ge, u2 = _batches(pool, batch, std.d - 2, seed)
-    s2 = 1.0 / np.cosh(z_nodes) ** 2
-    a = np.empty((n_nodes, etas_std.size))
-    b = np.empty((n_nodes, etas_std.size))
-    for j, e in enumerate(etas_std):
-        _, _, mz, vz, _, _ = _step_moments(rhos, dphi, gq, ge, u2, float(e), update)
-        a[:, j] = (mz - e * dphi) * s2 / (e * e)
-        b[:, j] = vz * s2 / (e * e)
-    if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
-        raise FloatingPointError("effective_dynamics: non-finite one-step moments")
-    if model.signal_sign == "random":
-        # the chain is symmetric under ρ → −ρ (docs/model.md): m odd, v even in z — impose on
-        # the Monte-Carlo estimates (the nodes are symmetric about 0)
-        a = 0.5 * (a - a[::-1])
-        b = 0.5 * (b + b[::-1])
-    return MomentTable(z_nodes, etas_std, a, b, dphi, int(n_samples), dphi_f)
-
-
-# --------------------------------------------------------------------------- the law
-
-
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _deposit_kernel(p, mu, var, z0, h, out):  # pragma: no cover
-    """``out += Σ_j p_j · hat-deposited N(mu_j, var_j − h²/6)``: the hat kernel's own variance
-    ``h²/6`` is subtracted first, so mean and variance are exact when ``var >= h²/6``. The
-    weights are the second differences of ``C(x) = E(Y − x)⁺``, each node on its own window of
-    ±5.5 standard deviations, rows normalised to 1 (mass that leaves the grid stays on the end
-    node)."""
+    """``out += Σ_j p_j ·`` node masses with mean ``mu_j`` and variance ``var_j``, each node on
+    its own window of ±5.5 standard deviations, each node's weights normalised to ``p_j``
+    (mass that leaves the grid stays on the end node).
+
+    Narrow (``σ = √(var − h²/6) < 2h``): ``Y ~ N(mu, σ²)`` deposited with the hat kernel,
+    whose own variance ``h²/6`` was subtracted first — the weights are the second differences
+    of ``C(x) = E(Y − x)⁺`` on the grid: exact in mean; in variance the hat adds
+    ``E[(Y − z_l)(z_r − Y)]`` (``z_l, z_r`` the nodes around ``Y``), ``h²/6`` up to a few
+    per cent below ``σ ≈ h`` and to ``e^{−2π²σ²/h²}`` beyond. Wider: the
+    density of ``N(mu, var)`` at the nodes, by the recurrence ``g_{t+1} = g_t q_t``,
+    ``q_{t+1} = q_t e^{−h²/var}`` (two products a node; the sampled Gaussian's mean and
+    variance are exact to ``~e^{−2π²var/h²} < 10⁻³⁴`` there)."""
     G = out.shape[0]
     inv_sqrt2pi = 1.0 / math.sqrt(2.0 * math.pi)
+    buf = np.empty(64)
     for jn in range(mu.shape[0]):
         sig = math.sqrt(max(var[jn] - h * h / 6.0, 0.0))
         half = int(math.ceil(5.5 * sig / h)) + 2
         c = int(round((mu[jn] - z0) / h))
         W = 2 * half + 1
-        w = np.empty(W)
-        cm = 0.0
-        c0 = 0.0
+        if W > buf.shape[0]:
+            buf = np.empty(2 * W)
         tot = 0.0
-        for t in range(W + 2):
-            kn = c - half - 1 + t
-            d = mu[jn] - (z0 + kn * h)
-            if sig > 0.0:
-                u = d / sig
-                cc = sig * math.exp(-0.5 * min(u * u, 1e6)) * inv_sqrt2pi \
-                    + d * 0.5 * math.erfc(-u / math.sqrt(2.0))
-            else:
-                cc = max(d, 0.0)
-            if t >= 2:
-                wt = max((cm - 2.0 * c0 + cc) / h, 0.0)
-                w[t - 2] = wt
-                tot += wt
-            cm = c0
-            c0 = cc
+        if sig >= 2.0 * h:
+            # the sampled Gaussian's node masses have its variance: sample N(mu, var)
+            sw = math.sqrt(var[jn])
+            du = h / sw
+            u = (z0 + (c - half) * h - mu[jn]) / sw
+            g = math.exp(-0.5 * u * u)
+            q = math.exp(-u * du - 0.5 * du * du)
+            r = math.exp(-du * du)
+            for t in range(W):
+                buf[t] = g
+                tot += g
+                g *= q
+                q *= r
+        else:
+            cm = 0.0
+            c0 = 0.0
+            for t in range(W + 2):
+                kn = c - half - 1 + t
+                d = mu[jn] - (z0 + kn * h)
+                if sig > 0.0:
+                    u = d / sig
+                    cc = sig * math.exp(-0.5 * min(u * u, 1e6)) * inv_sqrt2pi \
+                        + d * 0.5 * math.erfc(-u / math.sqrt(2.0))
+                else:
+                    cc = max(d, 0.0)
+                if t >= 2:
+                    wt = max((cm - 2.0 * c0 + cc) / h, 0.0)
+                    buf[t - 2] = wt
+                    tot += wt
+                cm = c0
+                c0 = cc
         if tot <= 0.0:
             continue
         scale = p[jn] / tot
@@ -490,53 +243,572 @@ def _deposit_kernel(p, mu, var, z0, h, out):  # pragma: no cover
                 kn = 0
             elif kn > G - 1:
                 kn = G - 1
-            out[kn] += w[t] * scale
+            out[kn] += buf[t] * scale
 
 
-def _deposit(p_live: np.ndarray, mu: np.ndarray, var: np.ndarray, z0: float, h: float,
-             G: int) -> np.ndarray:
-    """``Σ_j p_j N(mu_j, var_j)`` on the grid with the hat kernel (:func:`_deposit_kernel`)."""
-    out = np.zeros(G)
-    _deposit_kernel(np.ascontiguousarray(p_live), np.ascontiguousarray(mu),
-                    np.ascontiguousarray(var), float(z0), float(h), out)
-    return out
+@dataclass(frozen=True, eq=False)
+class _Poly:
+    """A :class:`MomentTable`'s splines as the arrays :func:`_evolve_one` evaluates: the
+    normalised drift ``a`` and diffusion ``b`` as piecewise cubics in ``log η`` per node
+    (``ca``, ``cb``: ``(4, intervals, nodes)``, highest power first, as scipy's ``PPoly``), the
+    linear map from node values to the coefficients of their not-a-knot cubic spline in ``z``
+    (``zop``: ``(4, nodes − 1, nodes)``), and ``z ↦ Φ'(tanh z)`` (``cf``: ``(4, 4000)``) — all
+    on uniform knots, so the compiled code finds an interval by one division. The same
+    interpolants as :meth:`MomentTable.at`, to rounding."""
+
+    ca: np.ndarray
+    cb: np.ndarray
+    le0: float
+    dle: float
+    zop: np.ndarray
+    zn0: float
+    dzn: float
+    cf: np.ndarray
+    zf0: float
+    dzf: float
+
+    @classmethod
+    def of(cls, table: MomentTable, a: np.ndarray | None = None,
+           b: np.ndarray | None = None) -> "_Poly":
+        a = table.a if a is None else a
+        b = table.b if b is None else b
+        le = np.log(table.etas)
+        ca, le0, dle = _log_eta_poly(le, a)
+        cb, _, _ = _log_eta_poly(le, b)
+        zn = table.z_nodes
+        zop = np.ascontiguousarray(CubicSpline(zn, np.eye(zn.size), axis=0).c)  # (4, n−1, n)
+        zf = table._zf  # type: ignore[attr-defined]
+        return cls(ca, cb, le0, dle, zop, float(zn[0]), float(zn[1] - zn[0]),
+                   np.ascontiguousarray(table._fp.c), float(zf[0]),  # type: ignore[attr-defined]
+                   float(zf[1] - zf[0]))
 
 
-def _phi12(a: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _log_eta_poly(le: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float, float]:
+    """``y`` (nodes, steps) as piecewise cubics in ``log η`` on the uniform knots ``le``: the
+    cubic spline from 4 steps on, linear for 2–3, constant for 1 (as :meth:`MomentTable.at`)."""
+    n_nodes, n_eta = y.shape
+    if n_eta == 1:
+        c = np.zeros((4, 1, n_nodes))
+        c[3, 0] = y[:, 0]
+        return c, float(le[0]), 1.0
+    dle = float((le[-1] - le[0]) / (n_eta - 1))
+    if n_eta >= 4:
+        return np.ascontiguousarray(CubicSpline(le, y, axis=1).c), float(le[0]), dle
+    c = np.zeros((4, n_eta - 1, n_nodes))
+    c[2] = (np.diff(y, axis=1) / np.diff(le)[None, :]).T
+    c[3] = y[:, :-1].T
+    return c, float(le[0]), dle
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _pp(c, x0, dx, x):  # pragma: no cover
+    """Value and derivative at ``x`` of the piecewise cubic ``c`` ``(4, n)`` on the uniform
+    knots ``x0 + i dx`` (the end pieces extended)."""
+    n = c.shape[1]
+    i = int(math.floor((x - x0) / dx))
+    i = min(max(i, 0), n - 1)
+    t = x - (x0 + i * dx)
+    val = ((c[0, i] * t + c[1, i]) * t + c[2, i]) * t + c[3, i]
+    der = (3.0 * c[0, i] * t + 2.0 * c[1, i]) * t + c[2, i]
+    return val, der
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _table_at(ce, le0, dle, x, zop, out_c):  # pragma: no cover
+    """The not-a-knot spline coefficients in ``z`` (``out_c``, ``(4, nodes − 1)``) of the node
+    values of ``ce`` at ``log η = x`` (clipped to the table's range)."""
+    n_int = ce.shape[1]
+    n_nodes = ce.shape[2]
+    x = min(max(x, le0), le0 + dle * n_int)
+    i = int(math.floor((x - le0) / dle))
+    i = min(max(i, 0), n_int - 1)
+    t = x - (le0 + i * dle)
+    vals = np.empty(n_nodes)
+    for j in range(n_nodes):
+        vals[j] = ((ce[0, i, j] * t + ce[1, i, j]) * t + ce[2, i, j]) * t + ce[3, i, j]
+    for q in range(4):
+        for s in range(n_nodes - 1):
+            acc = 0.0
+            for j in range(n_nodes):
+                acc += zop[q, s, j] * vals[j]
+            out_c[q, s] = acc
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _local(z, eta, Ca, Cb, zn0, dzn, cf, zf0, dzf, lo, hi):  # pragma: no cover
+    """``m``, ``∂_z m`` and ``v`` at ``z`` (clipped to ``[lo, hi]``) and standardised step
+    ``eta``: ``m = ηΦ' + η² a cosh²z``, ``v = η² b cosh²z`` (:class:`.moments.Local`)."""
+    z = min(max(z, lo), hi)
+    rho = math.tanh(z)
+    ch = math.cosh(z)
+    c2 = ch * ch
+    fp, fpd = _pp(cf, zf0, dzf, z)
+    a, ad = _pp(Ca, zn0, dzn, z)
+    b, _ = _pp(Cb, zn0, dzn, z)
+    e2 = eta * eta
+    m = eta * fp + e2 * a * c2
+    mz = eta * fpd + e2 * (ad + 2.0 * rho * a) * c2
+    v = max(e2 * b * c2, 0.0)
+    return m, mz, v
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _phi12(a, t):  # pragma: no cover
     """``(e^{at} − 1)/a`` and ``(e^{2at} − 1)/(2a)`` (→ ``t`` as ``a → 0``)."""
     at = a * t
-    small = np.abs(at) < 1e-8
-    safe = np.where(small, 1.0, a)
-    with np.errstate(over="ignore"):
-        p1 = np.where(small, t, np.expm1(at) / safe)
-        p2 = np.where(small, t, np.expm1(2.0 * at) / (2.0 * safe))
-    return p1, p2
+    if abs(at) < 1e-8:
+        return t, t
+    return math.expm1(min(at, 700.0)) / a, math.expm1(min(2.0 * at, 700.0)) / (2.0 * a)
 
 
-def _advance_nodes(x: np.ndarray, P: np.ndarray, n: float, loc: "_Local", vscale: float
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+@njit(cache=True, nogil=True, error_model="numpy")
+def _advance_node(x, P, n, eta, Ca, Cb, zn0, dzn, cf, zf0, dzf, lo, hi, vscale
+                  ):  # pragma: no cover
     """Exponential-Euler steps of ``dx/dk = m``, ``dP/dk = 2 m_z P + v`` over ``n`` steps at one
     ``η``; a node whose one-piece move would exceed ``_MOVE`` is split into up to 32 equal
     pieces (so a node far above the plateau follows the nonlinear drift, not its tangent)."""
-    m, mz, v = loc(x)
-    p1, _ = _phi12(mz, np.full(x.shape, n))
-    q = np.clip(np.ceil(np.abs(p1 * m) / _MOVE), 1, 32).astype(np.int64)
+    m, mz, v = _local(x, eta, Ca, Cb, zn0, dzn, cf, zf0, dzf, lo, hi)
+    p1, _ = _phi12(mz, n)
+    mv = abs(p1 * m) / _MOVE
+    q = _MAX_PIECES if not mv < _MAX_PIECES else max(1, int(math.ceil(mv)))
     dt = n / q
-    x = x.copy()
-    P = P.copy()
-    mz_out = mz.copy()
-    for it in range(int(q.max())):
-        sel = np.nonzero(q > it)[0]
+    for it in range(q):
         if it > 0:
-            m_s, mz_s, v_s = loc(x[sel])
+            m, mz, v = _local(x, eta, Ca, Cb, zn0, dzn, cf, zf0, dzf, lo, hi)
+        p1, p2 = _phi12(mz, dt)
+        x = min(max(x + p1 * m, lo), hi)
+        P = math.exp(min(2.0 * mz * dt, 700.0)) * P + p2 * v * vscale
+    return x, P
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _summaries(p, zg, levels, out):  # pragma: no cover
+    """``out = (E ρ, E|ρ|, the levels' quantiles of |ρ|)`` of the grid law ``p`` (as
+    :func:`_abs_quantiles`)."""
+    G = zg.shape[0]
+    c = G // 2
+    m = 0.0
+    ma = 0.0
+    for j in range(G):
+        r = math.tanh(zg[j])
+        m += p[j] * r
+        ma += p[j] * abs(r)
+    out[0] = m
+    out[1] = ma
+    n = G - c
+    xs = np.empty(n + 1)
+    cdf = np.empty(n + 1)
+    h = zg[c + 1] - zg[c]
+    xs[0] = 0.0
+    cdf[0] = 0.0
+    acc = 0.0
+    for i in range(n):
+        acc += p[c + i] + (p[c - i] if i > 0 else 0.0)
+        cdf[i + 1] = acc
+        xs[i + 1] = zg[c + i] + 0.5 * h
+    for i in range(n + 1):
+        cdf[i] /= acc
+    top = zg[G - 1]
+    i = 0
+    for q in range(levels.shape[0]):  # levels ascending: one pass, linear interpolation
+        lv = levels[q]
+        while i < n - 1 and cdf[i + 1] < lv:
+            i += 1
+        lo_c, hi_c = cdf[i], cdf[i + 1]
+        f = (lv - lo_c) / (hi_c - lo_c) if hi_c > lo_c else 0.0
+        f = min(max(f, 0.0), 1.0)
+        out[2 + q] = math.tanh(min(xs[i] + f * (xs[i + 1] - xs[i]), top))
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _mark_heavy(pl, nl, heavy):  # pragma: no cover
+    """``heavy[i]`` for the sources with the largest masses ``pl[:nl]`` that together hold 99 %
+    of the mass: those at or above a threshold found by bisection (ties are in or out
+    together, so an even law gives an even set)."""
+    tot = 0.0
+    top = 0.0
+    for i in range(nl):
+        tot += pl[i]
+        top = max(top, pl[i])
+    lo = 0.0
+    hi = top
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        held = 0.0
+        for i in range(nl):
+            if pl[i] >= mid:
+                held += pl[i]
+        if held >= 0.99 * tot:
+            lo = mid
         else:
-            m_s, mz_s, v_s = m[sel], mz[sel], v[sel]
-        t = dt[sel]
-        p1, p2 = _phi12(mz_s, t)
-        x[sel] = np.clip(x[sel] + p1 * m_s, loc.lo, loc.hi)
-        P[sel] = np.exp(np.minimum(2.0 * mz_s * t, 700.0)) * P[sel] + p2 * v_s * vscale
-        mz_out[sel] = mz_s
-    return x, P, mz_out
+            hi = mid
+    for i in range(nl):
+        heavy[i] = pl[i] >= lo
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _last_at_most(a, x, start):  # pragma: no cover
+    """The last index ``j >= start`` of the ascending ``a`` with ``a[j] <= x`` (``start`` if
+    none)."""
+    lo = start
+    hi = a.shape[0] - 1
+    if a[hi] <= x:
+        return hi
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if a[mid] <= x:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _sources(p, zg, span, x, P, pl, g_lo, g_hi, heavy):  # pragma: no cover
+    """The block's sources: the live grid nodes (mass above ``10⁻¹⁴`` of the largest), merged
+    into runs of adjacent ones of at most ``span[j]`` nodes, formed outwards from ``z = 0`` on
+    each side (so that a law even in ``z`` stays even); mass ``pl``, mean ``x`` and variance
+    ``P`` of each run (the run's spread enters as the initial ``P``), its grid nodes
+    ``[g_lo, g_hi)``, and ``heavy`` (:func:`_mark_heavy`). Returns ``(sources, variance of
+    the law)``."""
+    G = zg.shape[0]
+    pmax = 0.0
+    mu_law = 0.0
+    for j in range(G):
+        pmax = max(pmax, p[j])
+        mu_law += p[j] * zg[j]
+    thr = 1e-14 * pmax
+    var_law = 0.0
+    for j in range(G):
+        var_law += p[j] * (zg[j] - mu_law) ** 2
+    nl = 0
+    c = G // 2
+    for side in range(3):
+        j = c if side == 0 else (c + 1 if side == 1 else c - 1)
+        step = 1 if side == 1 else -1
+        while 0 <= j < G:
+            if not p[j] > thr:
+                if side == 0:
+                    break
+                j += step
+                continue
+            limit = 1 if side == 0 else span[j]
+            s0 = 0.0
+            s1 = 0.0
+            cnt = 0
+            j_start = j
+            while 0 <= j < G and cnt < limit and p[j] > thr:
+                s0 += p[j]
+                s1 += p[j] * zg[j]
+                cnt += 1
+                j += step
+            mu = s1 / s0
+            s2 = 0.0
+            for i in range(cnt):
+                jj = j_start + i * step
+                s2 += p[jj] * (zg[jj] - mu) ** 2
+            g_lo[nl] = min(j_start, j - step)
+            g_hi[nl] = max(j_start, j - step) + 1
+            pl[nl] = s0
+            x[nl] = mu
+            P[nl] = s2 / s0
+            nl += 1
+            if side == 0:
+                break
+    _mark_heavy(pl, nl, heavy)
+    return nl, var_law
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _sub_block(k, k_rec, k_blk, cum_eta, var_cum, ca, cb, le0, dle, zop, zn0, dzn, cf, zf0,
+               dzf, vscale, nl, x, P, heavy, z0, zend, Ca, Cb):  # pragma: no cover
+    """One sub-block from step ``k``: at most ``k_rec``, ``η`` changing by at most 1 %, and
+    the spread added from a heavy source below ``0.05²``; every source's path and variance
+    advanced (:func:`_advance_node`). Returns ``(k_end, spread limit reached, the largest
+    one-step variance over the heavy sources)``."""
+    n_nodes = zop.shape[2]
+    lo = zn0
+    hi = zn0 + dzn * (n_nodes - 1)
+    tgt = _BLOCK_SD * _BLOCK_SD
+    k_end = _last_at_most(var_cum, var_cum[k] + _ETA_CHANGE, k)
+    k_end = min(max(k_end, k + 1), k_rec)
+    eta = (cum_eta[k_end] - cum_eta[k]) / (k_end - k)
+    lx = math.log(eta)
+    _table_at(ca, le0, dle, lx, zop, Ca)
+    _table_at(cb, le0, dle, lx, zop, Cb)
+    vh = 0.0
+    for i in range(nl):
+        if heavy[i]:
+            _, _, v = _local(x[i], eta, Ca, Cb, zn0, dzn, cf, zf0, dzf, lo, hi)
+            vh = max(vh, v)
+    v_step = vh
+    vh *= vscale
+    if vh > 0.0:
+        lim = tgt / vh
+        if lim < k_end - k:
+            k_end = k + max(1, int(lim))
+    n = float(k_end - k)
+    ph = 0.0
+    for i in range(nl):
+        xi, Pi = _advance_node(x[i], P[i], n, eta, Ca, Cb, zn0, dzn, cf, zf0, dzf, lo, hi,
+                               vscale)
+        x[i] = min(max(xi, z0), zend)
+        P[i] = Pi
+        if heavy[i]:
+            ph = max(ph, Pi)
+    return k_end, ph > tgt, v_step
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _finish_block(p, zg, h, nl, x, P, pl, g_lo, g_hi, span, out):  # pragma: no cover
+    """Deposit the sources' transitions ``N(x, P)`` (:func:`_deposit_kernel`) as the new law
+    ``p`` (normalised) and set each node's merge span for the next block: half the spread
+    its source grew, in grid steps (1 to 64). Returns False if a source is not finite."""
+    G = zg.shape[0]
+    for i in range(nl):
+        if not (math.isfinite(x[i]) and math.isfinite(P[i])):
+            return False
+    for i in range(nl):
+        m_i = min(64, max(1, int(0.5 * math.sqrt(max(P[i], 0.0)) / h)))
+        for j in range(g_lo[i], g_hi[i]):
+            span[j] = m_i
+    for j in range(G):
+        out[j] = 0.0
+    _deposit_kernel(pl[:nl], x[:nl], P[:nl], zg[0], h, out)
+    tot = 0.0
+    for j in range(G):
+        tot += out[j]
+    for j in range(G):
+        p[j] = out[j] / tot
+    return True
+
+
+def _evolve_one(p: np.ndarray, zg: np.ndarray, h: float, cum_eta: np.ndarray,
+                var_cum: np.ndarray, ks_rec: np.ndarray, poly: "_Poly", ref: "_Poly",
+                vscale: float, max_blocks: int, keep_law: bool, law: np.ndarray,
+                summ: np.ndarray, rec_stats: np.ndarray, stats: np.ndarray) -> None:
+    """Evolve the law ``p`` on the grid ``zg`` (spacing ``h``) through the blocks of the module
+    docstring under the table ``poly`` (``ref``: its shared arrays); at the recorded steps
+    ``ks_rec`` write it into ``law`` (when ``keep_law``) and its :func:`_summaries` into
+    ``summ``. ``cum_eta``: prefix sums of the standardised steps; ``var_cum``: of
+    ``|Δ log η|``. Per record, ``rec_stats`` gets (blocks, single-step blocks, largest ratio
+    of one step's standard deviation to the law's over the heavy sources) since the previous
+    record; ``stats``: (blocks, sub-blocks, single-step blocks, the step reached, status: 0,
+    1 = ``max_blocks`` reached, 2 = non-finite moments). A Python loop over the blocks calls
+    the compiled :func:`_sources`, :func:`_sub_block` and :func:`_finish_block` (small kernels
+    compile in a fraction of the time of one large one)."""
+    G = zg.shape[0]
+    n_nodes = ref.zop.shape[2]
+    Ca = np.empty((4, n_nodes - 1))
+    Cb = np.empty((4, n_nodes - 1))
+    x, P, pl, out = (np.empty(G) for _ in range(4))
+    heavy = np.zeros(G, dtype=np.bool_)
+    g_lo = np.empty(G, dtype=np.int64)
+    g_hi = np.empty(G, dtype=np.int64)
+    span = np.ones(G, dtype=np.int64)
+    z0, zend = float(zg[0]), float(zg[-1])
+    rec_i = 0
+    if ks_rec[0] == 0:
+        if keep_law:
+            law[0] = p
+        _summaries(p, zg, _Q_LEVELS, summ[0])
+        rec_i = 1
+    k = n_blocks = n_sub = n_single = status = 0
+    while rec_i < ks_rec.size:
+        if max_blocks >= 0 and n_blocks >= max_blocks:
+            status = 1
+            break
+        k_rec = int(ks_rec[rec_i])
+        nl, var_law = _sources(p, zg, span, x, P, pl, g_lo, g_hi, heavy)
+        k_blk = k
+        v_first = -1.0
+        while k < k_rec:
+            k, full, v_step = _sub_block(k, k_rec, k_blk, cum_eta, var_cum, poly.ca, poly.cb,
+                                         ref.le0, ref.dle, ref.zop, ref.zn0, ref.dzn, ref.cf,
+                                         ref.zf0, ref.dzf, vscale, nl, x, P, heavy, z0, zend,
+                                         Ca, Cb)
+            n_sub += 1
+            if v_first < 0.0:
+                v_first = v_step
+            if full:
+                break
+        if not _finish_block(p, zg, h, nl, x, P, pl, g_lo, g_hi, span, out):
+            status = 2
+            break
+        n_blocks += 1
+        rec_stats[rec_i, 0] += 1.0
+        if k - k_blk == 1:
+            n_single += 1
+            rec_stats[rec_i, 1] += 1.0
+        ratio = math.sqrt(max(v_first, 0.0) / var_law) if var_law > 0.0 else math.inf
+        rec_stats[rec_i, 2] = max(rec_stats[rec_i, 2], ratio)
+        if k == k_rec:
+            if keep_law:
+                law[rec_i] = p
+            _summaries(p, zg, _Q_LEVELS, summ[rec_i])
+            rec_i += 1
+    stats[:] = (n_blocks, n_sub, n_single, k, status)
+
+
+def _evolve(p0: np.ndarray, z: np.ndarray, h: float, eta_std: np.ndarray, ks_rec: np.ndarray,
+            polys: list[_Poly], diffusion_scale: float, max_blocks: int | None
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The law at the records under the first table of ``polys`` and the records' summaries
+    under each (:func:`_evolve_one`, the tables on parallel threads): ``(law, summaries (T,
+    n_rec, 2 + levels), per-record stats (T, n_rec, 3), stats (T, 5))``."""
+    logeta = np.log(eta_std)
+    var_cum = np.concatenate([[0.0], np.cumsum(np.abs(np.diff(logeta)))])
+    cum_eta = np.concatenate([[0.0], np.cumsum(eta_std)])
+    T = len(polys)
+    law = np.empty((ks_rec.size, z.size))
+    summ = np.zeros((T, ks_rec.size, 2 + _Q_LEVELS.size))
+    rec_stats = np.zeros((T, ks_rec.size, 3))
+    stats = np.zeros((T, 5))
+    ref = polys[0]
+    mb = -1 if max_blocks is None else int(max_blocks)
+
+    def one(t: int) -> None:
+        _evolve_one(p0.copy(), z, float(h), cum_eta, var_cum, ks_rec, polys[t], ref,
+                    float(diffusion_scale), mb, t == 0, law, summ[t], rec_stats[t], stats[t])
+
+    _in_threads(one, T)
+    return law, summ, rec_stats, stats
+
+
+@dataclass(frozen=True, eq=False)
+class _Evolved:
+    law: np.ndarray
+    mean: np.ndarray
+    mean_abs: np.ndarray
+    se_abs: np.ndarray
+    se_mean: np.ndarray
+    rep_abs: np.ndarray | None
+    rep_q: np.ndarray | None
+    replicates: int
+    rec_stats: np.ndarray
+    stats: np.ndarray
+
+
+def _evolve_all(table: MomentTable, p: np.ndarray, z: np.ndarray, h: float,
+                eta_std: np.ndarray, ks_rec: np.ndarray, diffusion_scale: float,
+                max_blocks: int | None, steps: int) -> _Evolved:
+    """The law under the pooled table and the summaries under each replicate (on parallel threads,
+    :func:`_evolve`), their standard errors; raises on the pooled table's block budget or
+    non-finite moments (a replicate that stops is left out of the standard errors)."""
+    K = table.replicates
+    polys = [_Poly.of(table)]
+    if K >= 2:
+        polys += [_Poly.of(table, table.replicate_a[r], table.replicate_b[r]) for r in range(K)]
+    law, summ, rec_stats, stats = _evolve(p, z, h, eta_std, ks_rec, polys, diffusion_scale,
+                                          max_blocks)
+    status = stats[:, 4]
+    if status[0] == 1:
+        raise BlockBudgetExceeded(
+            "max_blocks", f"must cover the blocks this law needs (more than {max_blocks} "
+            f"by step {int(stats[0, 3])} of {steps}: per-step jumps are large against the "
+            "law's width)", max_blocks)
+    if status[0] == 2:
+        raise FloatingPointError(
+            f"effective_dynamics: non-finite block moments at step {int(stats[0, 3])}")
+    rho_grid = np.tanh(z)
+    rep_abs = rep_q = None
+    se_abs = se_mean = np.full(ks_rec.size, np.nan)
+    done = np.nonzero(status[1:] == 0)[0] + 1  # replicates that completed (within max_blocks)
+    if done.size >= 2:
+        rep_abs = summ[done, :, 1]
+        rep_q = np.moveaxis(summ[done, :, 2:], 2, 1)  # (K, levels, n_rec)
+        se_abs = rep_abs.std(axis=0, ddof=1) / math.sqrt(done.size)
+        se_mean = summ[done, :, 0].std(axis=0, ddof=1) / math.sqrt(done.size)
+    return _Evolved(law, law @ rho_grid, law @ np.abs(rho_grid), se_abs, se_mean, rep_abs,
+                    rep_q, int(done.size), rec_stats[0], stats[0])
+
+
+# --------------------------------------------------------------------------- results
+
+
+def _abs_quantiles(law: np.ndarray, z_grid: np.ndarray, pa: np.ndarray) -> np.ndarray:
+    """``p``-quantiles of ``|ρ|`` of each row of ``law`` (on the symmetric grid ``z_grid``):
+    ``pa.shape + (rows,)``. The density is piecewise linear, so the CDF at the cell midpoints
+    is the cumulative node mass."""
+    G = z_grid.size
+    c = G // 2  # the grid is symmetric with z = 0 at the centre
+    folded = law[:, c:].copy()
+    folded[:, 1:] += law[:, :c][:, ::-1]
+    absz = z_grid[c:]
+    h = absz[1] - absz[0]
+    cdf = np.cumsum(folded, axis=1)
+    cdf /= cdf[:, -1:]
+    mids = absz + 0.5 * h
+    out = np.empty(pa.shape + (law.shape[0],))
+    for i in range(law.shape[0]):
+        zq = np.interp(pa, np.concatenate([[0.0], cdf[i]]), np.concatenate([[0.0], mids]))
+        out[..., i] = np.tanh(np.minimum(zq, absz[-1]))
+    return out
+
+
+def _check_p(p: Any) -> np.ndarray:
+    pa = np.asarray(p, dtype=np.float64)
+    if not np.all(np.isfinite(pa)) or np.any((pa < 0) | (pa > 1)):
+        raise ConfigError("p", "must be numbers in [0, 1]", p)
+    return pa
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """How far to trust an :class:`EffectiveDynamics` (module docstring, "Order and error").
+
+    verdict : ``"ok"`` or ``"flagged"``
+    causes : one line per reason the prediction may be off by more than ``tolerance`` (empty
+        when ``"ok"``); ``message`` the line a warning, an exception or the CLI prints
+    tolerance : the caller's tolerance on the mean ``|ρ|`` (None: nothing checked, verdict
+        ``"ok"``)
+    predicted_error : the bound on the error of the predicted mean ``|ρ|`` over the records,
+        ``mc_error + approximation_error``
+    stderr : the largest Monte-Carlo standard error of the mean ``|ρ|`` over the records
+    mc_error : ``t_{0.975, K−1}`` times ``stderr`` (``K`` replicates)
+    approximation_error : the diffusion approximation's estimated error
+    blocks, single_step_blocks : evolution blocks, and those that held a single step
+    jump_to_width : the largest ratio of one step's standard deviation to the law's, over the
+        nodes that carry 99 % of the mass
+    jump_skewness, jump_kurtosis : the largest ``|skewness|`` and excess kurtosis of one
+        step's ``Δz`` over the moment nodes the law visits (mass above 10⁻⁴)
+    draws : the most draws any moment node used; converged : every node met ``rtol``
+    """
+
+    verdict: str
+    causes: tuple[str, ...]
+    tolerance: float | None
+    predicted_error: float
+    stderr: float
+    mc_error: float
+    approximation_error: float
+    blocks: int
+    single_step_blocks: int
+    jump_to_width: float
+    jump_skewness: float
+    jump_kurtosis: float
+    draws: int
+    converged: bool
+
+    @property
+    def message(self) -> str:
+        """One line: the predicted error against the tolerance and the first cause."""
+        if self.verdict == "ok":
+            return (f"effective dynamics: predicted error {self.predicted_error:.3g} of the "
+                    f"mean |rho| within tolerance {self.tolerance}")
+        return (f"effective dynamics: predicted error {self.predicted_error:.3g} of the mean "
+                f"|rho| may exceed tolerance {self.tolerance}: {self.causes[0]}")
+
+    def as_dict(self) -> dict[str, Any]:
+        """The fields as a flat dict (causes joined by ``"; "``)."""
+        return {"verdict": self.verdict, "causes": "; ".join(self.causes),
+                "tolerance": self.tolerance, "predicted_error": self.predicted_error,
+                "stderr": self.stderr, "mc_error": self.mc_error,
+                "approximation_error": self.approximation_error, "blocks": self.blocks,
+                "single_step_blocks": self.single_step_blocks,
+                "jump_to_width": self.jump_to_width, "jump_skewness": self.jump_skewness,
+                "jump_kurtosis": self.jump_kurtosis, "draws": self.draws,
+                "converged": self.converged}
 
 
 @dataclass(frozen=True, eq=False)
@@ -546,11 +818,16 @@ class EffectiveDynamics:
     steps : (n_rec,) recorded step indices (as :func:`simulate` records them)
     ode_time : (n_rec,) ``t_k = Σ_{j<k} η_j``
     mean_abs, mean : (n_rec,) predicted ``E|ρ_k|`` and ``E ρ_k``
+    mean_abs_stderr, mean_stderr : (n_rec,) their Monte-Carlo standard errors (from the
+        replicate moment tables evolved separately; NaN without replicates)
     z_grid, rho_grid : (G,) the grid (``rho_grid = tanh z_grid``)
     law : (n_rec, G) probability of each grid node (rows sum to 1; node masses of a
         piecewise-linear density in ``z``)
     moments : the :class:`MomentTable` (drift and diffusion of ``z`` used)
-    timings : seconds for the moments and for the evolution
+    diagnostic : the :class:`Diagnostic` (predicted error, verdict, causes)
+    timings : seconds for the moments and for the evolution (and counts: blocks, sub-blocks,
+        draws)
+    replicate_mean_abs : (K, n_rec) the replicates' predicted mean ``|ρ|``
     """
 
     model: ModelConfig
@@ -568,28 +845,29 @@ class EffectiveDynamics:
     law: np.ndarray
     moments: MomentTable
     timings: dict[str, float]
+    mean_abs_stderr: np.ndarray | None = None
+    mean_stderr: np.ndarray | None = None
+    diagnostic: Diagnostic | None = None
+    replicate_mean_abs: np.ndarray | None = None
+    _replicate_quantiles: np.ndarray | None = field(default=None, repr=False)
 
     def quantile(self, p: Any) -> np.ndarray:
         """Predicted ``p``-quantile(s) of ``|ρ_k|`` at each record: shape ``(n_rec,)`` for a
         scalar ``p``, ``(len(p), n_rec)`` for an array. ``p`` in [0, 1]."""
-        pa = np.asarray(p, dtype=np.float64)
-        if not np.all(np.isfinite(pa)) or np.any((pa < 0) | (pa > 1)):
-            raise ConfigError("p", "must be numbers in [0, 1]", p)
-        G = self.z_grid.size
-        c = G // 2  # the grid is symmetric with z = 0 at the centre
-        folded = self.law[:, c:].copy()
-        folded[:, 1:] += self.law[:, :c][:, ::-1]
-        absz = self.z_grid[c:]
-        h = absz[1] - absz[0]
-        # piecewise-linear density: the CDF at the cell midpoints is the cumulative node mass
-        cdf = np.cumsum(folded, axis=1)
-        cdf /= cdf[:, -1:]
-        mids = absz + 0.5 * h
+        return _abs_quantiles(self.law, self.z_grid, _check_p(p))
+
+    def quantile_stderr(self, p: Any) -> np.ndarray:
+        """Monte-Carlo standard error of :meth:`quantile` (same shape): the replicates' spread
+        of the ``p``-quantile over ``√K`` (their quantiles kept at ``p = 0, 0.01, …, 1`` and
+        interpolated in ``p``); NaN without replicates."""
+        pa = _check_p(p)
+        rq = self._replicate_quantiles
+        if rq is None or rq.shape[0] < 2:
+            return np.full(pa.shape + (self.steps.size,), np.nan)
+        se = rq.std(axis=0, ddof=1) / math.sqrt(rq.shape[0])  # (levels, n_rec)
         out = np.empty(pa.shape + (self.steps.size,))
         for i in range(self.steps.size):
-            zq = np.interp(pa, np.concatenate([[0.0], cdf[i]]),
-                           np.concatenate([[0.0], mids]))
-            out[..., i] = np.tanh(np.minimum(zq, absz[-1]))
+            out[..., i] = np.interp(pa, _Q_LEVELS, se[:, i])
         return out
 
     def drift(self, rho: Any, eta: float) -> np.ndarray:
@@ -609,38 +887,107 @@ class EffectiveDynamics:
         return int(self.steps[hit[0]]) if hit.size else -1
 
     def to_frame(self):
+        """One row per record: step, ODE time, mean |ρ| (and its standard error), mean ρ and
+        the 10 %, 50 % and 90 % quantiles of |ρ|."""
         import pandas as pd
         q = self.quantile([0.1, 0.5, 0.9])
+        se = (self.mean_abs_stderr if self.mean_abs_stderr is not None
+              else np.full(self.steps.size, np.nan))
         return pd.DataFrame({"step": self.steps, "ode_time": self.ode_time,
-                             "mean_abs": self.mean_abs, "mean": self.mean,
-                             "q10_abs": q[0], "median_abs": q[1], "q90_abs": q[2]})
+                             "mean_abs": self.mean_abs, "mean_abs_stderr": se,
+                             "mean": self.mean, "q10_abs": q[0], "median_abs": q[1],
+                             "q90_abs": q[2]})
 
 
-def _z_max(model: ModelConfig, eta_min_std: float, batch: int, z_start: float | None,
-           seed: int) -> float:
+def z_max(model: ModelConfig, eta_min_std: float, batch: int, z_start: float | None,
+          seed: int) -> float:
     """Upper end of the grid: 2 above the plateau ``1 − |ρ| ≈ η V_B(1)/(4|Φ'(±1)|)`` of the
-    smallest step (docs/theory.md#the-second-order-term), in [3, 9]."""
+    smallest step (``V_B`` the mean squared minibatch gradient at ``ρ = ±1``, from 1 000
+    importance-sampled draws), in [3, 9]."""
     std = model.standardized()
     dphi = _dphi_std(model)
-    pool = _gradient_pool(std, np.array([1.0 - 1e-9, -1.0 + 1e-9]), 400, stream(seed, "plateau"))
+    pool, w = _gradient_pool(std, np.array([1.0 - 1e-9, -1.0 + 1e-9]), 1000,
+                             stream(seed, "plateau"), tilted=True)
     zs = []
     for i, end in enumerate((1.0, -1.0)):
         fp = float(dphi(np.array(end))) * end
         if fp <= 0:
             continue
-        V = float(np.mean(pool[i, :, 1] ** 2 + pool[i, :, 2])) / batch
+        V = float(np.sum(w * (pool[i, :, 1] ** 2 + pool[i, :, 2])) / np.sum(w)) / batch
         gap = max(eta_min_std * V / (4.0 * fp), 1e-16)
         zs.append(0.5 * math.log(2.0 / gap))
     z = max(zs) + 2.0 if zs else 3.0
     if z_start is not None:
         z = max(z, abs(z_start) + 0.5)
-    return float(min(max(z, 3.0), _Z_CAP))
+    return float(min(max(z, 3.0), Z_CAP))
+
+
+_z_max = z_max
+
+
+# --------------------------------------------------------------------------- diagnostic
+
+
+def _diagnose(ed_mean_abs_se: np.ndarray, K: int, table: MomentTable, law: np.ndarray,
+              z: np.ndarray, rec_stats: np.ndarray, stats: np.ndarray, etas_used: np.ndarray,
+              tolerance: float | None) -> Diagnostic:
+    """The :class:`Diagnostic` of one evolution (module docstring, "Order and error")."""
+    se = float(np.nanmax(ed_mean_abs_se)) if np.any(np.isfinite(ed_mean_abs_se)) else math.nan
+    tq = float(student_t.ppf(0.975, K - 1)) if K >= 2 else math.nan
+    mc = tq * se if np.isfinite(se) else math.nan
+    # the moment nodes the law visits (mass above 1e-4 within ±0.1 of a node)
+    mass = law.max(axis=0)
+    visited = np.zeros(table.z_nodes.size, dtype=bool)
+    for i, zn in enumerate(table.z_nodes):
+        near = np.abs(z - zn) <= 0.5 * NODE_DZ
+        visited[i] = bool(np.any(mass[near] > 1e-4))
+    lo, hi = float(etas_used.min()), float(etas_used.max())
+    cols = (table.etas >= lo / 1.3) & (table.etas <= hi * 1.3)
+    if not np.any(cols):
+        cols = np.ones(table.etas.size, dtype=bool)
+    skew = kurt = 0.0
+    if table.skewness is not None and np.any(visited):
+        skew = float(np.max(np.abs(table.skewness[np.ix_(visited, cols)])))
+        kurt = float(np.max(table.excess_kurtosis[np.ix_(visited, cols)]))
+    blocks, single = int(stats[0]), int(stats[2])
+    jw = float(np.max(rec_stats[:, 2])) if rec_stats.size else 0.0
+    approx = 0.0
+    causes: list[str] = []
+    if tolerance is not None:
+        if not np.isfinite(mc):
+            causes.append("no replicate moment tables (replicates < 2): the Monte-Carlo "
+                          "error is unknown")
+        elif mc > tolerance:
+            causes.append(f"Monte-Carlo error of the one-step moments: {tq:.2f} x SE "
+                          f"{se:.3g} = {mc:.3g}; raise n_samples / max_samples")
+        if not table.converged:
+            causes.append(f"the one-step moments did not reach rtol = {table.rtol} within "
+                          f"{table.n_samples} draws a node")
+        if blocks and single > 0.1 * blocks:
+            causes.append(f"single steps shape the law ({single} of {blocks} blocks are one "
+                          "step): per-step jumps are large against the law's width, where the "
+                          "diffusion approximation drops their skewness")
+    pred = (mc if np.isfinite(mc) else 0.0) + approx
+    if tolerance is not None and pred > tolerance and not causes:
+        causes.append(f"predicted error {pred:.3g}")
+    verdict = "flagged" if causes else "ok"
+    return Diagnostic(verdict=verdict, causes=tuple(causes), tolerance=tolerance,
+                      predicted_error=float(pred), stderr=se, mc_error=mc,
+                      approximation_error=approx, blocks=blocks, single_step_blocks=single,
+                      jump_to_width=jw, jump_skewness=skew, jump_kurtosis=kurt,
+                      draws=int(table.n_samples), converged=bool(table.converged))
+
+
+# --------------------------------------------------------------------------- entry point
 
 
 @validated(model=MODEL, step=STEP, steps=Integer(ge=1, le=_MAX_STEPS),
            initial_alignment=Optional(RHO0), batch=BATCH, update=UPDATE, seed=SEED,
            n_samples=Integer(ge=100), grid_step=Optional(Real(gt=0.0, le=0.5)),
-           diffusion_scale=Real(ge=0.0), max_blocks=Optional(Integer(ge=1)))
+           diffusion_scale=Real(ge=0.0), max_blocks=Optional(Integer(ge=1)),
+           rtol=Optional(Real(gt=0.0, lt=1.0)), max_samples=Optional(Integer(ge=100)),
+           replicates=Integer(ge=0, le=64), tolerance=Optional(Real(gt=0.0)),
+           strict=Boolean())
 def effective_dynamics(model: ModelConfig, step: Any, *, steps: int,
                        initial_alignment: float | None = None, batch: int = 1,
                        update: str = "projected", record_every: int | None = None,
@@ -648,7 +995,12 @@ def effective_dynamics(model: ModelConfig, step: Any, *, steps: int,
                        grid_step: float | None = None,
                        diffusion_scale: float = 1.0,
                        moments: MomentTable | None = None,
-                       max_blocks: int | None = None) -> EffectiveDynamics:
+                       max_blocks: int | None = None,
+                       rtol: float | None = DEFAULT_RTOL,
+                       max_samples: int | None = None,
+                       replicates: int = 8,
+                       tolerance: float | None = 0.01,
+                       strict: bool = False) -> EffectiveDynamics:
     """The law of the alignment ``ρ_k`` of SGA at finite step and dimension (module docstring).
 
     Parameters
@@ -661,27 +1013,39 @@ def effective_dynamics(model: ModelConfig, step: Any, *, steps: int,
     batch, update : minibatch size and update rule, as :func:`simulate`
     record_every, record : the recorded steps, as :func:`simulate`
     seed : seed of the reduced draws behind the one-step moments
-    n_samples : reduced draws per moment node (int >= 100)
+    n_samples : reduced draws per moment node to start with (int >= 100)
+    rtol : relative Monte-Carlo tolerance of the one-step moments: draws are doubled at the
+        nodes whose drift or variance standard error exceeds it, up to ``max_samples``
+        (default ``16·n_samples``; :mod:`.moments`); None: exactly ``n_samples``
+    replicates : ``K`` disjoint groups of the draws, whose moment tables are evolved separately
+        for the standard errors (``mean_abs_stderr``, :meth:`EffectiveDynamics.quantile_stderr`);
+        0 or 1: none (standard errors NaN)
+    tolerance : the largest acceptable error of the predicted mean ``|ρ|``; when the
+        :class:`Diagnostic` predicts more (or finds a cause), an
+        :class:`EffectiveDynamicsAccuracyWarning` names the cause (None: no check)
+    strict : raise :class:`EffectiveDynamicsAccuracyError` instead of warning
     grid_step : spacing ``h`` of the ``z`` grid (default ``min(0.01, 0.1/√d)``, at most
         20 001 nodes)
     diffusion_scale : multiplies the diffusion ``v`` (1: the chain's; 0: the mean-field flow
         of the initial law — a deliberately wrong law that the band tests must reject)
     moments : a :class:`MomentTable` to reuse (built by :func:`moment_table` for this
         ``model``, ``batch`` and ``update`` over a step range that covers the schedule's);
-        the grid then spans the table's ``z`` range
-    max_blocks : at most this many evolution blocks (None: no limit beyond ``steps``); the
-        cost is ~1 ms per block and grid thousand nodes, and a block spans many steps at the
-        sizes users run (E1: 175 blocks for 10⁶ steps) but ~1 step when one step moves ``z``
-        by ~0.05 or more (small ``L``, large ``η``). Exceeding it raises
-        :class:`BlockBudgetExceeded` (a ``RuntimeError``) before the next block
+        the grid then spans the table's ``z`` range, and its replicates (if any) give the
+        standard errors
+    max_blocks : at most this many evolution blocks (None: no limit beyond ``steps``); a block
+        spans many steps at the sizes users run (E1: 175 blocks for 10⁶ steps) but ~1 step
+        when one step moves ``z`` by ~0.05 or more (small ``L``, large ``η``). Exceeding it
+        raises :class:`BlockBudgetExceeded` (a ``ConfigError``)
 
     Returns
     -------
-    EffectiveDynamics. Raises ``ConfigError`` for bad input (one line naming the field).
+    EffectiveDynamics. Raises ``ConfigError`` for bad input (one line naming the field),
+    :class:`EffectiveDynamicsAccuracyError` with ``strict`` when the diagnostic fires.
     """
     t0 = time.perf_counter()
     if n_samples < batch:
         raise ConfigError("n_samples", f"must be >= batch = {batch}", n_samples)
+    mx = _max_samples(n_samples, max_samples)
     if moments is None:
         check_pool_memory(batch, n_samples)
     ks_rec = record_schedule(steps, record_every, record)
@@ -702,14 +1066,14 @@ def effective_dynamics(model: ModelConfig, step: Any, *, steps: int,
     if initial_alignment is not None:
         z_start = float(np.arctanh(np.clip(initial_alignment, -1 + 1e-12, 1 - 1e-12)))
     if moments is None:
-        z_max = _z_max(model, float(eta_std.min()), batch, z_start, seed)
+        zm = z_max(model, float(eta_std.min()), batch, z_start, seed)
     else:
-        z_max = float(moments.z_nodes[-1])
+        zm = float(moments.z_nodes[-1])
     h = grid_spacing(d) if grid_step is None else float(grid_step)
-    half = int(math.ceil(z_max / h))
+    half = int(math.ceil(zm / h))
     if 2 * half + 1 > _MAX_GRID:
         half = (_MAX_GRID - 1) // 2
-        h = z_max / half
+        h = zm / half
     G = 2 * half + 1
     z = np.linspace(-half * h, half * h, G)
     z0 = float(z[0])
@@ -719,9 +1083,8 @@ def effective_dynamics(model: ModelConfig, step: Any, *, steps: int,
 
     # ---- moments
     if moments is None:
-        table = _moment_table(model, z_max, _eta_nodes(float(eta_std.min()),
-                                                       float(eta_std.max())),
-                              batch, update, n_samples, seed)
+        table = build_table(model, zm, eta_nodes(float(eta_std.min()), float(eta_std.max())),
+                            batch, update, n_samples, seed, rtol, mx, replicates)
     else:
         table = moments
     t1 = time.perf_counter()
@@ -739,64 +1102,38 @@ def effective_dynamics(model: ModelConfig, step: Any, *, steps: int,
         p[i + 1] += f
     p /= p.sum()
 
-    # ---- evolve
-    logeta = np.log(eta_std)
-    var_cum = np.concatenate([[0.0], np.cumsum(np.abs(np.diff(logeta)))])
-    law = np.empty((ks_rec.size, G))
-    rec_i = 0
-    if ks_rec[0] == 0:
-        law[0] = p
-        rec_i = 1
-    k = 0
-    n_blocks = 0
-    n_sub = 0
-    while rec_i < ks_rec.size:
-        if max_blocks is not None and n_blocks >= max_blocks:
-            raise BlockBudgetExceeded(max_blocks, k, steps)
-        k_rec = int(ks_rec[rec_i])
-        live = np.nonzero(p > 1e-14 * p.max())[0]
-        x = z[live].copy()
-        P = np.zeros(live.size)
-        # the nodes that hold 99 % of the mass set the block length (the far tails, where one
-        # step may throw a node back to the plateau, would force one-step blocks)
-        order = np.argsort(p[live])[::-1]
-        n_core = int(np.searchsorted(np.cumsum(p[live][order]), 0.99)) + 1
-        heavy = np.zeros(live.size, dtype=bool)
-        heavy[order[:n_core]] = True
-        while k < k_rec:
-            # sub-block: η changes by at most 1 %
-            k_end = int(np.searchsorted(var_cum, var_cum[k] + _ETA_CHANGE, side="right")) - 1
-            k_end = min(max(k_end, k + 1), k_rec)
-            loc = table.at(float(np.mean(eta_std[k:k_end])))
-            # ... and the spread added from a node that carries mass stays below the limit
-            v_heavy = float(np.max(loc(x[heavy])[2], initial=0.0)) * diffusion_scale
-            if v_heavy > 0:
-                k_end = min(k_end, k + max(1, int(_BLOCK_SD ** 2 / v_heavy)))
-            n = k_end - k
-            x, P, mz = _advance_nodes(x, P, float(n), loc, diffusion_scale)
-            x = np.clip(x, z0, -z0)
-            k = k_end
-            n_sub += 1
-            # block end: the spread grown from a node that carries mass reaches the limit
-            if P[heavy].max() > _BLOCK_SD ** 2:
-                break
-        if not (np.all(np.isfinite(x)) and np.all(np.isfinite(P))):
-            raise FloatingPointError(f"effective_dynamics: non-finite block moments at step {k}")
-        p = _deposit(p[live], x, P, z0, h, G)
-        p /= p.sum()
-        n_blocks += 1
-        if k == k_rec:
-            law[rec_i] = p
-            rec_i += 1
+    # ---- evolve the pooled table and each replicate (in parallel); with a tolerance, more
+    # draws while the Monte-Carlo error of the prediction takes more than half of it
+    t_more = 0.0
+    while True:
+        ev = _evolve_all(table, p, z, h, eta_std, ks_rec, diffusion_scale, max_blocks, steps)
+        diag = _diagnose(ev.se_abs, ev.replicates, table, ev.law, z, ev.rec_stats,
+                         ev.stats, eta_std, tolerance)
+        if (moments is not None or tolerance is None or not np.isfinite(diag.mc_error)
+                or diag.mc_error <= _MC_SHARE * tolerance):
+            break
+        factor = min(16.0, max(2.0, 1.2 * (diag.mc_error / (_MC_SHARE * tolerance)) ** 2))
+        t_ext = time.perf_counter()
+        bigger = extend_table(table, factor)
+        t_more += time.perf_counter() - t_ext
+        if bigger is table:
+            break
+        table = bigger
     t2 = time.perf_counter()
-    rho_grid = np.tanh(z)
-    mean = law @ rho_grid
-    mean_abs = law @ np.abs(rho_grid)
     ode_t = np.concatenate([[0.0], np.cumsum(etas)])[ks_rec]
-    return EffectiveDynamics(
+    ed = EffectiveDynamics(
         model=model, step=step, batch=batch, update=update,
         initial_alignment=initial_alignment, seed=seed, steps=ks_rec, ode_time=ode_t,
-        mean_abs=mean_abs, mean=mean, z_grid=z, rho_grid=rho_grid, law=law, moments=table,
-        timings={"moments_s": t1 - t0, "evolve_s": t2 - t1, "total_s": t2 - t0,
-                 "blocks": float(n_blocks), "sub_blocks": float(n_sub)},
-    )
+        mean_abs=ev.mean_abs, mean=ev.mean, z_grid=z, rho_grid=np.tanh(z), law=ev.law,
+        moments=table,
+        timings={"moments_s": t1 - t0 + t_more, "evolve_s": t2 - t1 - t_more,
+                 "total_s": t2 - t0,
+                 "blocks": float(ev.stats[0]), "sub_blocks": float(ev.stats[1]),
+                 "draws": float(table.n_samples)},
+        mean_abs_stderr=ev.se_abs, mean_stderr=ev.se_mean, diagnostic=diag,
+        replicate_mean_abs=ev.rep_abs, _replicate_quantiles=ev.rep_q)
+    if diag.verdict != "ok":
+        if strict:
+            raise EffectiveDynamicsAccuracyError(diag.message)
+        warnings.warn(diag.message, EffectiveDynamicsAccuracyWarning, stacklevel=3)
+    return ed

@@ -63,6 +63,7 @@ __all__ = [
     "second_order_coefficient",
     "corrected_drift",
     "constant_step_plateau",
+    "largest_plateau_step",
     "SamplesToReach",
     "samples_to_reach",
 ]
@@ -241,6 +242,32 @@ def constant_step_plateau(model: ModelConfig, eta: float, batch: int = 1,
         width *= 4.0
 
 
+@validated(model=MODEL, level=TARGET, batch=BATCH, update=UPDATE, side=SIDE, method=METHOD,
+           n_samples=N_SAMPLES, seed=SEED)
+def largest_plateau_step(model: ModelConfig, level: float, batch: int = 1,
+                         update: str = "riemannian", *, side: int = 1, method: str = "exact",
+                         n_samples: int = 20_000, seed: int = 0) -> float:
+    """The largest constant step whose plateau near ``side·ξ`` stays above ``|ρ| = level``:
+    ``η_max = (1 − ρ²)Φ'(ρ)/κ_B(ρ)`` at ``ρ = side·level``. For ``η < η_max`` the drift
+    ``(1 − ρ²)Φ'(ρ) − ηκ_B(ρ)`` still points towards ``side·ξ`` at ``side·level`` and, since it
+    points back at ``side·ξ`` itself, the plateau (the root closest to ``side``,
+    :func:`constant_step_plateau`) lies beyond ``level``.
+
+    Returns 0 when the field does not point towards ``side·ξ`` at ``side·level`` (no step
+    brings the mean dynamics past it), ``inf`` when ``κ_B`` does not oppose it there (the
+    second-order theory sets no limit). ``κ_B`` from ``n_samples`` reduced draws. Raises
+    ``ConfigError`` for bad input."""
+    rt = side * level
+    kap = second_order_coefficient(model, rt, batch, update, n_samples=n_samples, seed=seed)
+    fld = float(landscape(model, rt, method).field)
+    kv = float(kap.value)
+    if side * fld <= 0:
+        return 0.0
+    if side * kv <= 0:
+        return float("inf")
+    return fld / kv
+
+
 @dataclass(frozen=True)
 class SamplesToReach:
     """Prediction of how long SGA takes to reach ``|ρ| = target`` from ``rho0``.
@@ -297,16 +324,8 @@ def samples_to_reach(model: ModelConfig, step: Schedule, target: float = 0.9965,
     k_ode = int(step.step_at_time(t_hit))
     eta_k = float(step.eta(k_ode))
     side = 1 if sol(t_hit) > 0 else -1
-    rt = side * target
-    kap = second_order_coefficient(model, rt, batch, update, n_samples=n_samples, seed=seed)
-    fld = float(landscape(model, rt, method).field)
-    kv = float(kap.value)
-    if side * fld <= 0:
-        eta_max = 0.0
-    elif side * kv <= 0:
-        eta_max = float("inf")
-    else:
-        eta_max = fld / kv
+    eta_max = largest_plateau_step(model, target, batch, update, side=side, method=method,
+                                   n_samples=n_samples, seed=seed)
     plateau_value = (constant_step_plateau(model, eta_k, batch, update, side=side, method=method,
                                            n_samples=n_samples, seed=seed)
                      if plateau else float("nan"))

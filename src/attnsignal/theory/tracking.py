@@ -71,7 +71,7 @@ from .finite_step import drift_variance, gradient_variance, second_order_coeffic
 from .ode import flow
 
 __all__ = ["Tracking", "tracking", "SADiagnostics", "sa_diagnostics", "PathGap", "path_gap",
-           "mean_gap"]
+           "mean_gap", "band_coverage"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -299,3 +299,26 @@ def mean_gap(mean: np.ndarray, se: np.ndarray, steps: np.ndarray, pred: np.ndarr
     j = int(np.argmax(diff))
     return PathGap(gap=float(diff[j]), step=int(np.asarray(steps)[j]), se=float(se[j]),
                    excess=float(np.max(diff - z * se)), z=float(z))
+
+
+def band_coverage(values: np.ndarray, lower: np.ndarray, upper: np.ndarray,
+                  skip: float = 0.05) -> float:
+    """The fraction of (run, record) pairs of ``values`` (``(runs, n_rec)``, e.g. ``|ρ|``) that
+    lie inside a predicted band ``[lower_j, upper_j]`` (each ``(n_rec,)``, e.g. the 10 % and
+    90 % quantiles of ``|ρ_k|``), over the records after the first ``⌈skip · n_rec⌉`` (the
+    start, where every run sits at its initial law, would otherwise weigh in). A band that
+    is the law's 10–90 % band holds 80 % of the pairs in expectation. NaN or inf anywhere is a
+    ``ValueError``."""
+    x = np.asarray(values, dtype=np.float64)
+    lo = np.asarray(lower, dtype=np.float64)
+    hi = np.asarray(upper, dtype=np.float64)
+    if x.ndim != 2 or lo.shape != (x.shape[1],) or hi.shape != lo.shape:
+        raise ValueError(f"band_coverage: values {x.shape} and band {lo.shape}/{hi.shape} do "
+                         "not match (one bound per record)")
+    if not (np.all(np.isfinite(x)) and np.all(np.isfinite(lo)) and np.all(np.isfinite(hi))):
+        raise ValueError("band_coverage: non-finite simulated values or band")
+    first = int(math.ceil(skip * x.shape[1]))
+    if first >= x.shape[1]:
+        raise ValueError(f"band_coverage: no record after the first {first} of {x.shape[1]}")
+    inside = (x >= lo) & (x <= hi)
+    return float(inside[:, first:].mean())

@@ -1,0 +1,755 @@
+"""One-step moments of the alignment chain: drift and variance of one update, with their errors.
+
+From a point mass at ``ρ`` one update of step ``η`` (projected or riemannian, minibatch ``B``)
+moves ``ρ`` to ``ρ'`` and ``z = artanh ρ`` by ``Δz``. This module estimates, at alignments
+``ρ_r`` and steps ``η_j`` at once, ``E[Δz]``, ``Var[Δz]`` (and the same for ``Δρ``), their
+Monte-Carlo standard errors and the jump's skewness and excess kurtosis, from the exact reduced
+sampler (:mod:`.reduced`): per draw ``(g_q, g_e, ||u||²)``, then the exact update
+
+    ρ' = [ρ(1 + ηḡ_q) + sηḡ_e] / √((1 + ηḡ_q)² + (ηḡ_e)² + η²||ū||²),   s = √(1 − ρ²),
+
+for every draw at every ``(ρ_r, η_j)`` (common random numbers: the same draws at every node).
+Derivation, error analysis and measurements: ``docs/effective-dynamics.md``.
+
+Estimators
+----------
+* **Heavy tails.** At ``β ≳ 1`` and large ``L`` the jump is heavy-tailed (a kurtosis of ~10³
+  measured): a token whose score ``a_j`` lies above the typical maximum carries a weight
+  ``α_j`` far above the others', and ``||u||² ∝ α_j⁴γ⁴χ'`` then makes ``η²||u||²`` of order 1.
+  Such draws are rare (``≈ 10⁻⁴``) yet carry most of ``E[Δz²]``, so a few thousand plain draws
+  miss them and the variance comes out low with an error far above ``√(2/n)``. The draws are
+  therefore importance-sampled on the largest score (:class:`.reduced.ScoreTilt`): each draw
+  carries a likelihood ratio ``w <= 2`` and every moment is a self-normalised weighted mean
+  ``Σ w_i f_i / Σ w_i``.
+* **Drift.** With the control variate ``x = ηḡ_e/s`` of known mean ``ηΦ'(ρ)`` (``Δρ``:
+  ``x = ηsḡ_e``, mean ``η(1 − ρ²)Φ'``): ``E[Δz] = ηΦ' + E_w[Δz − c x] − c·0``, i.e.
+  ``m = mean_w(Δz − c(x − ηΦ'))`` with the weighted regression coefficient ``c``.
+* **Variance** ``v = Σ w(Δz − m̄)² / (Σ w − Σ w²/Σ w)`` (unbiased for equal weights).
+* **Standard errors** from the influence functions of the self-normalised estimators:
+  ``SE(m)² = Σ w²(r − r̄)²/(Σ w)²`` with ``r = Δz − c x``, and
+  ``SE(v)² = Σ w²((Δz − m̄)² − v)²/(Σ w)²`` — the fourth moment, not ``v√(2/n)``.
+* **Adaptive draws.** With ``rtol`` set, draws are added (the total doubling each round, up to
+  ``max_samples``) at every node whose standard errors exceed ``SE(v) <= rtol·v`` and
+  ``SE(m) <= rtol·max(|ηΦ'| + |m − ηΦ'|, ⅒ of the largest such scale at that step)`` at any
+  step; a node that meets them keeps its draws. ``converged`` says whether every node met
+  them; ``draws`` gives the draws each node used.
+* **Replicates.** The draws of each round are split into ``K`` equal groups whose sums are kept
+  apart: ``K`` independent replicate estimates (each from ``1/K`` of the draws) beside the
+  pooled one, from which the effective dynamics measures the Monte-Carlo error of its
+  prediction.
+
+All arithmetic per (node, draw, step) is compiled (:func:`_jump_sums_kernel`) and streamed:
+memory is one chunk of draws, not the pool.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+import numpy as np
+from numba import njit
+from scipy.interpolate import CubicSpline
+
+from ..config import ConfigError, ModelConfig
+from ..seeds import stream
+from ..validation import Integer, Optional, Real, validated
+from ._checks import BATCH, MODEL, SEED, UPDATE
+from .exact import MAX_BETA
+from .field import dphi_interpolant
+from .reduced import _in_threads, fused_pool, score_tilt
+
+__all__ = ["MomentTable", "OneStepMoments", "moment_table", "one_step_moments",
+           "check_pool_memory", "NODE_DZ", "Z_CAP"]
+
+#: spacing of the moment nodes in ``z``
+NODE_DZ = 0.2
+#: the grid never reaches beyond ``|z| = 9`` (``1 − |ρ| ≈ 3e-8``)
+Z_CAP = 9.0
+#: draws per chunk at most (the per-chunk gradients are ``nodes × chunk × 3`` doubles)
+_CHUNK_DRAWS = 4096
+#: the relative Monte-Carlo tolerance of the moments by default
+DEFAULT_RTOL = 0.03
+#: default most draws, as a multiple of the starting ``n_samples``
+MAX_SAMPLES_FACTOR = 16
+_NSTAT = 16
+_LIM = 1.0 - 1e-16
+
+
+def _dphi_std(model: ModelConfig):
+    """``ρ ↦ Φ'(ρ)`` of the standardised model (exact quadrature where it applies)."""
+    std = model.standardized()
+    method = "exact" if std.beta <= MAX_BETA else "mc"
+    return dphi_interpolant(std, method)
+
+
+def check_pool_memory(batch: int, n_samples: int, z_max: float = Z_CAP) -> None:
+    """Refuse, before any work, per-chunk arrays that memory cannot hold: a chunk of ``c =
+    min(n_samples, 4096)`` draws (at least ``2B`` a replicate group) keeps about ``3·M·c·B +
+    2·c·B²`` doubles for minibatches of ``B = batch`` and ``M = 2⌈z_max/0.2⌉ + 1`` moment nodes
+    (91 at the largest extent, the default). Raises ConfigError (field ``batch``)."""
+    from ..limits import check_memory
+
+    nodes = 2 * math.ceil(min(z_max, Z_CAP) / NODE_DZ) + 1
+    c = float(max(min(n_samples, _CHUNK_DRAWS), 2 * batch))
+    b = float(batch)
+    check_memory("batch", 8.0 * (3 * nodes * c * b + 2 * c * b * b),
+                 f"the one-step moments' minibatches (B = {batch}, chunks of {int(c)} draws)",
+                 batch)
+
+
+# --------------------------------------------------------------------------- draws
+
+
+def _key(seed: Any, *parts: str | int) -> np.ndarray:
+    """The 128-bit key of the draws' counter-based stream :func:`~attnsignal.seeds.stream`
+    ``(seed, *parts)`` (``seed`` an int >= 0 or a ``SeedSequence``)."""
+    return stream(seed, *parts).generate_state(2, np.uint64)
+
+
+def _gradient_pool(model: ModelConfig, rhos: np.ndarray, n_samples: int, seed: Any,
+                   tilted: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Per-draw ``(g_q, g_e, ||u||²)`` at every ``ρ`` from one set of reduced draws (common to
+    all ``ρ``; :func:`.reduced.fused_pool`): ``(n_rho, n_samples, 3)`` (standardised units),
+    and the draws' likelihood ratios ``(n_samples,)`` (all 1 unless ``tilted``)."""
+    std = model.standardized()
+    tilt = score_tilt(std) if tilted else None
+    out, w, _ = fused_pool(std, np.asarray(rhos, dtype=np.float64), n_samples,
+                           _key(seed, "reduced draws"), 0, tilt)
+    return out, w
+
+
+def _batches(pool: np.ndarray, batch: int, D: int, seed: Any
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Minibatch means ``ḡ_q, ḡ_e`` and ``||ū||²`` from a pool ``(n_rho, n, 3)`` of ``n`` draws:
+    batch ``i`` averages the ``B`` distinct draws ``π(i + o_j mod n)``, ``o_j = j⌊φn⌋ mod n``
+    (golden ratio ``φ``: distinct partners, no short cycle — offsets ``j n/B`` would repeat
+    every batch ``B`` times); ``||Σ_b u_b/B||² = cᵀGc``, ``c_b = r_b/√G_bb``, ``r_b = ||u_b||``,
+    with ``G`` a Bartlett draw of Wishart(``D``, ``I_B``) (direct directions if ``D < B``):
+    the complement directions are independent and uniform."""
+    gq, ge, u2, _ = _weighted_batches(pool, np.ones(pool.shape[1]), batch, D, seed)
+    return gq, ge, u2
+
+
+def _weighted_batches(pool: np.ndarray, w: np.ndarray, batch: int, D: int, seed: Any
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_batches` and each batch's likelihood ratio, the product of its draws'."""
+    if batch == 1:
+        return pool[..., 0], pool[..., 1], pool[..., 2], w
+    n = pool.shape[1]
+    if n < batch:
+        raise ConfigError("n_samples", f"must be >= batch = {batch}", n)
+    rng = np.random.default_rng(seed if isinstance(seed, np.random.SeedSequence)
+                                else stream(seed, "minibatches", batch))
+    perm = rng.permutation(n)
+    off = np.array([(j * int(0.6180339887498949 * n)) % n for j in range(batch)])
+    if np.unique(off).size < batch:
+        off = np.arange(batch)
+    idx = perm[(np.arange(n)[:, None] + off[None, :]) % n]  # (n, B)
+    gq = pool[:, idx, 0].mean(axis=2)
+    ge = pool[:, idx, 1].mean(axis=2)
+    r = np.sqrt(pool[:, idx, 2])  # (n_rho, n, B)
+    if D >= batch:
+        T = np.zeros((n, batch, batch))
+        for j in range(batch):
+            T[:, j, j] = np.sqrt(rng.chisquare(D - j, n))
+            if j:
+                T[:, j, :j] = rng.standard_normal((n, j))
+        G = np.einsum("nij,nkj->nik", T, T)
+    elif D > 0:
+        Y = rng.standard_normal((n, batch, D))
+        G = np.einsum("nid,nkd->nik", Y, Y)
+    else:
+        G = np.zeros((n, batch, batch))
+    diag = np.sqrt(np.maximum(np.einsum("nii->ni", G), 1e-300))
+    c = r / diag[None, :, :]
+    u2 = np.einsum("rni,nik,rnk->rn", c, G, c) / (batch * batch)
+    wb = np.prod(w[idx], axis=1)
+    return gq, ge, u2, wb
+
+
+# --------------------------------------------------------------------------- sums
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _jump_sums_kernel(rhos, gq, ge, u2, w, etas, riemannian, coord_z, ex, shift, S
+                      ):  # pragma: no cover
+    """``S[r, j, :] +=`` the 16 weighted power sums of ``y = Δ − shift[r, j]`` and ``x = lin −
+    ex[r, j]`` over the draws ``i`` (weights ``w_i``): ``Σw·(1, y, y², y³, y⁴, x, x², xy)``
+    then ``Σw²·(1, y, y², y³, y⁴, x, x², xy)``. ``Δ = Δz`` with ``lin = ηḡ_e/s`` when
+    ``coord_z``, else ``Δ = Δρ`` with ``lin = ηsḡ_e``; ``ḡ_q = 0`` when ``riemannian``."""
+    n_r, n = gq.shape
+    n_eta = etas.shape[0]
+    for r in range(n_r):
+        rho = rhos[r]
+        s = math.sqrt(max(0.0, 1.0 - rho * rho))
+        z0 = math.atanh(min(max(rho, -_LIM), _LIM))
+        inv_s = 1.0 / max(s, 1e-300)
+        for j in range(n_eta):
+            eta = etas[j]
+            sh = shift[r, j]
+            e0 = ex[r, j]
+            s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = 0.0
+            t0 = t1 = t2 = t3 = t4 = t5 = t6 = t7 = 0.0
+            for i in range(n):
+                a1 = 1.0 if riemannian else 1.0 + eta * gq[r, i]
+                eg = eta * ge[r, i]
+                num = rho * a1 + s * eg
+                den = math.sqrt(a1 * a1 + eg * eg + eta * eta * u2[r, i])
+                rp = min(max(num / den, -1.0), 1.0)
+                if coord_z:
+                    y = math.atanh(min(max(rp, -_LIM), _LIM)) - z0 - sh
+                    x = eg * inv_s - e0
+                else:
+                    y = rp - rho - sh
+                    x = eg * s - e0
+                wi = w[i]
+                w2 = wi * wi
+                yy = y * y
+                xy = x * y
+                xx = x * x
+                s0 += wi
+                s1 += wi * y
+                s2 += wi * yy
+                s3 += wi * yy * y
+                s4 += wi * yy * yy
+                s5 += wi * x
+                s6 += wi * xx
+                s7 += wi * xy
+                t0 += w2
+                t1 += w2 * y
+                t2 += w2 * yy
+                t3 += w2 * yy * y
+                t4 += w2 * yy * yy
+                t5 += w2 * x
+                t6 += w2 * xx
+                t7 += w2 * xy
+            S[r, j, 0] += s0
+            S[r, j, 1] += s1
+            S[r, j, 2] += s2
+            S[r, j, 3] += s3
+            S[r, j, 4] += s4
+            S[r, j, 5] += s5
+            S[r, j, 6] += s6
+            S[r, j, 7] += s7
+            S[r, j, 8] += t0
+            S[r, j, 9] += t1
+            S[r, j, 10] += t2
+            S[r, j, 11] += t3
+            S[r, j, 12] += t4
+            S[r, j, 13] += t5
+            S[r, j, 14] += t6
+            S[r, j, 15] += t7
+
+
+def _jump_sums(rhos, gq, ge, u2, w, etas, riemannian, coord_z, ex, shift, S) -> None:
+    """:func:`_jump_sums_kernel` with the nodes split over ``compute_threads()`` threads."""
+    n_r = rhos.shape[0]
+    parts = max(1, min(n_r, 2 * _threads()))
+    cuts = np.linspace(0, n_r, parts + 1).astype(np.int64)
+
+    def one(i: int) -> None:
+        lo, hi = int(cuts[i]), int(cuts[i + 1])
+        if hi > lo:
+            _jump_sums_kernel(rhos[lo:hi], gq[lo:hi], ge[lo:hi], u2[lo:hi], w, etas,
+                              riemannian, coord_z, ex[lo:hi], shift[lo:hi], S[lo:hi])
+
+    _in_threads(one, parts)
+
+
+def _threads() -> int:
+    from ..engines.base import compute_threads
+
+    return compute_threads()
+
+
+@dataclass(frozen=True, eq=False)
+class _Jump:
+    """Finalised moments of one coordinate, each ``(..., n_rho, n_eta)``."""
+
+    drift: np.ndarray
+    stderr_drift: np.ndarray
+    var: np.ndarray
+    stderr_var: np.ndarray
+    skewness: np.ndarray
+    excess_kurtosis: np.ndarray
+
+
+def _finalise(S: np.ndarray, shift: np.ndarray) -> _Jump:
+    """Moments from the power sums ``S (..., n_rho, n_eta, 16)`` of :func:`_jump_sums_kernel`
+    (module docstring); ``shift`` is the reference subtracted from ``Δ`` there."""
+    W = S[..., 0]
+    W2 = S[..., 8]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        Wd = np.where(W > 0, W, 1.0)
+        my = S[..., 1] / Wd
+        m2 = np.maximum(S[..., 2] / Wd - my * my, 0.0)
+        m3 = S[..., 3] / Wd - 3.0 * my * S[..., 2] / Wd + 2.0 * my ** 3
+        m4 = (S[..., 4] / Wd - 4.0 * my * S[..., 3] / Wd + 6.0 * my * my * S[..., 2] / Wd
+              - 3.0 * my ** 4)
+        mx = S[..., 5] / Wd
+        cxx = S[..., 6] / Wd - mx * mx
+        cxy = S[..., 7] / Wd - mx * my
+        c = np.where(cxx > 0, cxy / np.where(cxx > 0, cxx, 1.0), 0.0)
+        drift = my + shift - c * mx
+        # Σw²(y − m)^k and the cross sums, from the raw sums about the shift
+        q2 = S[..., 10] - 2.0 * my * S[..., 9] + my * my * W2
+        q4 = (S[..., 12] - 4.0 * my * S[..., 11] + 6.0 * my * my * S[..., 10]
+              - 4.0 * my ** 3 * S[..., 9] + my ** 4 * W2)
+        qxx = S[..., 14] - 2.0 * mx * S[..., 13] + mx * mx * W2
+        qxy = S[..., 15] - my * S[..., 13] - mx * S[..., 9] + mx * my * W2
+        se_m = np.sqrt(np.maximum(q2 - 2.0 * c * qxy + c * c * qxx, 0.0)) / Wd
+        corr = 1.0 - W2 / (Wd * Wd)
+        var = m2 / np.where(corr > 0, corr, 1.0)
+        se_v = np.sqrt(np.maximum(q4 - 2.0 * m2 * q2 + m2 * m2 * W2, 0.0)) / Wd
+        skew = np.where(m2 > 0, m3 / np.where(m2 > 0, m2, 1.0) ** 1.5, 0.0)
+        kurt = np.where(m2 > 0, m4 / np.where(m2 > 0, m2, 1.0) ** 2 - 3.0, 0.0)
+    return _Jump(drift, se_m, var, se_v, skew, kurt)
+
+
+@dataclass(frozen=True, eq=False)
+class _Accumulated:
+    """Pooled and per-group moments of one coordinate, and the draws used per node."""
+
+    pooled: _Jump
+    groups: _Jump | None      # arrays (K, n_rho, n_eta), or None for K < 2
+    draws: np.ndarray         # (n_rho,) draws used at each node
+    converged: bool
+
+
+def _converged(j: _Jump, first: np.ndarray, rtol: float) -> np.ndarray:
+    """Per node: ``SE(v) <= rtol·v`` and ``SE(m) <= rtol·max(scale, ⅒ max scale)`` at every
+    step, ``scale = |first| + |m − first|`` (``first``: the first-order drift)."""
+    scale = np.abs(first) + np.abs(j.drift - first)
+    floor = 0.1 * np.max(scale, axis=0, keepdims=True)
+    ok_m = j.stderr_drift <= rtol * np.maximum(scale, floor)
+    ok_v = j.stderr_var <= rtol * j.var
+    return np.all(ok_m & ok_v, axis=1)
+
+
+class _Accumulator:
+    """The streamed power sums of the jumps at ``rhos × etas`` (standardised model and steps;
+    ``dphi = Φ'(rhos)``) of ``Δz`` and/or ``Δρ`` (``coords``: True for ``z``), kept per
+    replicate group, to which rounds of importance-sampled draws are added (module
+    docstring). Round ``r`` draws from the stream ``(seed, "moment draws", r)``, so the sums
+    are a deterministic function of the seed and the sequence of :meth:`add` calls."""
+
+    def __init__(self, model: ModelConfig, rhos: np.ndarray, etas: np.ndarray,
+                 dphi: np.ndarray, batch: int, update: str, seed: int, groups: int,
+                 coords: tuple[bool, ...] = (True,)) -> None:
+        self.std = model.standardized()
+        self.rhos, self.etas = rhos, etas
+        self.batch, self.seed, self.coords = int(batch), seed, coords
+        self.riemannian = update == "riemannian"
+        self.K = max(int(groups), 1)
+        s2 = 1.0 - rhos ** 2
+        self.exs = [etas[None, :] * (dphi if cz else s2 * dphi)[:, None] for cz in coords]
+        self.tilt = score_tilt(self.std, batch)
+        self.S = np.zeros((len(coords), self.K, rhos.size, etas.size, _NSTAT))
+        self.shifts: list[np.ndarray] = []
+        self.draws = np.zeros(rhos.size, dtype=np.int64)
+        self.rounds = 0
+
+    @property
+    def min_draws(self) -> int:
+        """The fewest draws a round can add: ``2B`` a replicate group."""
+        return self.K * 2 * self.batch
+
+    def add(self, n_new: int, nodes: np.ndarray) -> None:
+        """Add ``n_new`` draws (rounded up to a multiple of the groups) at the nodes ``nodes``:
+        chunks of at most ``_CHUNK_DRAWS`` (:func:`.reduced.fused_pool`, draw ``i`` of the
+        round from the stream ``((seed, "moment draws", round), i)``), each cut into ``K``
+        equal slices, slice ``g`` to replicate group ``g`` (minibatches form within a
+        slice)."""
+        K, n_r, n_e = self.K, self.rhos.size, self.etas.size
+        n_new = _round_up(max(int(n_new), self.min_draws), K)
+        nodes = np.asarray(nodes, dtype=np.int64)
+        rh = _c(self.rhos[nodes])
+        rnd = self.rounds
+        key = _key(self.seed, "moment draws", rnd)
+        per = _round_up(max(_CHUNK_DRAWS, self.min_draws), K)
+        start = chunk_no = 0
+        while start < n_new:
+            m = min(per, n_new - start)
+            if 0 < n_new - start - m < self.min_draws:
+                m = n_new - start  # a short remainder joins this chunk
+            pool, w, _ = fused_pool(self.std, rh, m, key, start, self.tilt)
+            cuts = np.linspace(0, m, K + 1).astype(np.int64)
+            for g in range(K):
+                lo, hi = int(cuts[g]), int(cuts[g + 1])
+                gq, ge, u2, wb = (_c(x) for x in _weighted_batches(
+                    pool[:, lo:hi], w[lo:hi], self.batch, self.std.d - 2,
+                    stream(self.seed, "minibatches", rnd, chunk_no, g)))
+                self._sums(g, nodes, rh, gq, ge, u2, wb)
+            start += m
+            chunk_no += 1
+        self.draws[nodes] += n_new
+        self.rounds += 1
+
+    def _sums(self, g: int, nodes: np.ndarray, rh: np.ndarray, gq: np.ndarray,
+              ge: np.ndarray, u2: np.ndarray, wb: np.ndarray) -> None:
+        n_r, n_e = self.rhos.size, self.etas.size
+        for ci, cz in enumerate(self.coords):
+            ex = self.exs[ci]
+            if len(self.shifts) <= ci:
+                # the reference subtracted from Δ: the first slice's weighted mean at every
+                # node (keeps the raw power sums well conditioned)
+                T = np.zeros((nodes.size, n_e, _NSTAT))
+                _jump_sums(rh, gq, ge, u2, wb, self.etas, self.riemannian, cz,
+                           _c(ex[nodes]), np.zeros((nodes.size, n_e)), T)
+                sh = np.zeros((n_r, n_e))
+                sh[nodes] = T[..., 1] / np.maximum(T[..., 0], 1e-300)
+                self.shifts.append(sh)
+            Sa = np.zeros((nodes.size, n_e, _NSTAT))
+            _jump_sums(rh, gq, ge, u2, wb, self.etas, self.riemannian, cz, _c(ex[nodes]),
+                       _c(self.shifts[ci][nodes]), Sa)
+            self.S[ci, g, nodes] += Sa
+
+    def converged(self, rtol: float) -> np.ndarray:
+        """Per node: within ``rtol`` in every coordinate (:func:`_converged`)."""
+        ok = np.ones(self.rhos.size, dtype=bool)
+        for ci in range(len(self.coords)):
+            ok &= _converged(_finalise(self.S[ci].sum(axis=0), self.shifts[ci]), self.exs[ci],
+                             rtol)
+        return ok
+
+    def refine(self, rtol: float | None, max_samples: int) -> bool:
+        """Double the draws at the nodes not within ``rtol`` until all are or they hold
+        ``max_samples``; returns whether all are (True for ``rtol`` None)."""
+        if rtol is None:
+            return True
+        while True:
+            ok = self.converged(rtol)
+            if np.all(ok):
+                return True
+            active = np.nonzero(~ok & (self.draws < max_samples))[0]
+            if active.size == 0:
+                return False
+            n_new = int(min(self.draws[active].max(), max_samples - self.draws[active].max()))
+            self.add(max(n_new, 1), active)
+
+    def results(self, converged: bool) -> list[_Accumulated]:
+        out = []
+        for ci in range(len(self.coords)):
+            pooled = _finalise(self.S[ci].sum(axis=0), self.shifts[ci])
+            grp = _finalise(self.S[ci], self.shifts[ci][None]) if self.K >= 2 else None
+            out.append(_Accumulated(pooled, grp, self.draws.copy(), converged))
+        return out
+
+
+def _accumulate(model: ModelConfig, rhos: np.ndarray, etas: np.ndarray, dphi: np.ndarray,
+                batch: int, update: str, seed: int, n_samples: int, rtol: float | None,
+                max_samples: int, groups: int, coords: tuple[bool, ...] = (True,)
+                ) -> list[_Accumulated]:
+    """:class:`_Accumulator` with ``n_samples`` draws at every node, refined to ``rtol``."""
+    acc = _Accumulator(model, rhos, etas, dphi, batch, update, seed, groups, coords)
+    acc.add(n_samples, np.arange(rhos.size))
+    return acc.results(acc.refine(rtol, max_samples))
+
+
+def _c(x: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(x, dtype=np.float64)
+
+
+def _round_up(n: int, k: int) -> int:
+    return int(-(-int(n) // k) * k)
+
+
+# --------------------------------------------------------------------------- one step
+
+
+@dataclass(frozen=True, eq=False)
+class OneStepMoments:
+    """Moments of the one-step change at alignments ``rho`` (shape ``(n_rho,)``) and steps
+    ``eta`` (``(n_eta,)``, model units), each ``(n_rho, n_eta)``:
+
+    drift_rho, var_rho : ``E[ρ' − ρ]`` and ``Var[ρ' − ρ]``
+    drift_z, var_z : the same for ``Δz = artanh ρ' − artanh ρ``
+    stderr_drift_rho, stderr_drift_z, stderr_var_rho, stderr_var_z : their Monte-Carlo
+        standard errors (the variances' from the fourth moment)
+    skewness_z, excess_kurtosis_z : of ``Δz``
+    n_samples : draws used (the most at any node); draws : ``(n_rho,)`` draws per alignment
+    converged : every alignment met ``rtol`` (True when ``rtol`` is None)
+    """
+
+    rho: np.ndarray
+    eta: np.ndarray
+    drift_rho: np.ndarray
+    var_rho: np.ndarray
+    drift_z: np.ndarray
+    var_z: np.ndarray
+    stderr_drift_rho: np.ndarray
+    stderr_drift_z: np.ndarray
+    n_samples: int
+    stderr_var_rho: np.ndarray | None = None
+    stderr_var_z: np.ndarray | None = None
+    skewness_z: np.ndarray | None = None
+    excess_kurtosis_z: np.ndarray | None = None
+    draws: np.ndarray | None = None
+    converged: bool = True
+
+
+@validated(model=MODEL, batch=BATCH, update=UPDATE, n_samples=Integer(ge=2), seed=SEED,
+           rtol=Optional(Real(gt=0.0, lt=1.0)), max_samples=Optional(Integer(ge=2)))
+def one_step_moments(model: ModelConfig, rho: Any, eta: Any, *, batch: int = 1,
+                     update: str = "projected", n_samples: int = 4000, seed: int = 0,
+                     rtol: float | None = None, max_samples: int | None = None
+                     ) -> OneStepMoments:
+    """Mean, variance, skewness and kurtosis of the one-step change of ``ρ`` and of
+    ``z = artanh ρ`` at every ``(ρ, η)`` (``η`` in the model's units; ``σ ≠ 1`` uses the
+    standardised model with step ``σ²η``), importance-sampled with control variates and
+    standard errors (module docstring). ``n_samples`` draws, or with ``rtol`` as many as the
+    tolerance needs up to ``max_samples`` (default ``16·n_samples``).
+
+    rho : values in (−1, 1); eta : values > 0. Raises ``ConfigError`` for bad input."""
+    rhos = np.atleast_1d(np.asarray(rho, dtype=np.float64)).ravel()
+    if rhos.size == 0 or not np.all(np.isfinite(rhos)) or np.any(np.abs(rhos) >= 1.0):
+        raise ConfigError("rho", "must be finite numbers in (-1, 1)", rho)
+    etas = np.atleast_1d(np.asarray(eta, dtype=np.float64)).ravel()
+    if etas.size == 0 or not np.all(np.isfinite(etas)) or np.any(etas <= 0):
+        raise ConfigError("eta", "must be finite numbers > 0", eta)
+    if n_samples < batch:
+        raise ConfigError("n_samples", f"must be >= batch = {batch}", n_samples)
+    check_pool_memory(batch, n_samples, float(np.max(np.abs(np.arctanh(rhos)))))
+    mx = _max_samples(n_samples, max_samples)
+    dphi = np.asarray(_dphi_std(model)(rhos), dtype=np.float64)
+    e_std = etas * model.noise_std ** 2
+    acc_z, acc_r = _accumulate(model, rhos, e_std, dphi, batch, update, seed, n_samples, rtol,
+                               mx, 1, coords=(True, False))
+    z, r = acc_z.pooled, acc_r.pooled
+    draws = acc_z.draws
+    return OneStepMoments(
+        rho=rhos, eta=etas, drift_rho=r.drift, var_rho=r.var, drift_z=z.drift, var_z=z.var,
+        stderr_drift_rho=r.stderr_drift, stderr_drift_z=z.stderr_drift,
+        n_samples=int(draws.max()), stderr_var_rho=r.stderr_var, stderr_var_z=z.stderr_var,
+        skewness_z=z.skewness, excess_kurtosis_z=z.excess_kurtosis, draws=draws,
+        converged=acc_z.converged)
+
+
+def _max_samples(n_samples: int, max_samples: int | None) -> int:
+    if max_samples is None:
+        return MAX_SAMPLES_FACTOR * int(n_samples)
+    if max_samples < n_samples:
+        raise ConfigError("max_samples", f"must be >= n_samples = {n_samples}", max_samples)
+    return int(max_samples)
+
+
+# --------------------------------------------------------------------------- moment table
+
+
+@dataclass(frozen=True, eq=False)
+class MomentTable:
+    """Per-step drift ``m(z, η) = E[Δz]`` and diffusion ``v(z, η) = Var[Δz]`` of
+    ``z = artanh ρ`` on ``z_nodes × etas`` (standardised steps ``etas``), stored normalised:
+    ``a = (m − ηΦ')s²/η²`` and ``b = v s²/η²`` (``s² = 1 − ρ²``), with ``dphi = Φ'`` at the nodes
+    (standardised). :meth:`at` returns the interpolants at one step.
+
+    stderr_a, stderr_b : Monte-Carlo standard errors of ``a`` and ``b`` (same scaling)
+    skewness, excess_kurtosis : of the one-step ``Δz`` at each node and step
+    replicate_a, replicate_b : ``(K, nodes, etas)`` the same from ``K`` disjoint groups of the
+        draws (independent replicates; None when ``K < 2``)
+    draws : ``(nodes,)`` draws used at each node; ``n_samples`` the most
+    converged : every node met ``rtol`` (True when ``rtol`` is None); rtol : the tolerance;
+    max_samples : the most draws a node may get (:func:`extend_table` stays within it)
+    """
+
+    z_nodes: np.ndarray
+    etas: np.ndarray
+    a: np.ndarray
+    b: np.ndarray
+    dphi_nodes: np.ndarray
+    n_samples: int
+    _dphi: Any = field(repr=False, default=None)
+    stderr_a: np.ndarray | None = None
+    stderr_b: np.ndarray | None = None
+    skewness: np.ndarray | None = None
+    excess_kurtosis: np.ndarray | None = None
+    replicate_a: np.ndarray | None = None
+    replicate_b: np.ndarray | None = None
+    draws: np.ndarray | None = None
+    converged: bool = True
+    rtol: float | None = None
+    max_samples: int | None = None
+    model: ModelConfig | None = None
+    _acc: Any = field(repr=False, default=None)
+
+    def __post_init__(self) -> None:
+        if self.etas.size >= 4:
+            le = np.log(self.etas)
+            object.__setattr__(self, "_sa", CubicSpline(le, self.a, axis=1))
+            object.__setattr__(self, "_sb", CubicSpline(le, self.b, axis=1))
+        zf = np.linspace(self.z_nodes[0], self.z_nodes[-1], 4001)
+        object.__setattr__(self, "_zf", zf)
+        object.__setattr__(self, "_fp", CubicSpline(zf, np.asarray(self._dphi(np.tanh(zf)))))
+
+    @property
+    def replicates(self) -> int:
+        """The number of replicate tables (0 when none were kept)."""
+        return 0 if self.replicate_a is None else int(self.replicate_a.shape[0])
+
+    def replicate(self, k: int) -> "MomentTable":
+        """Replicate ``k`` as a table of its own (same nodes, steps and ``Φ'``)."""
+        if self.replicate_a is None or self.replicate_b is None:
+            raise ValueError("this moment table keeps no replicates")
+        return MomentTable(self.z_nodes, self.etas, self.replicate_a[k], self.replicate_b[k],
+                           self.dphi_nodes, int(self.n_samples) // max(self.replicates, 1),
+                           self._dphi, rtol=self.rtol, converged=self.converged)
+
+    def _coeffs(self, eta: float) -> tuple[np.ndarray, np.ndarray]:
+        if self.etas.size == 1:
+            return self.a[:, 0], self.b[:, 0]
+        le = np.log(self.etas)
+        x = float(np.clip(math.log(eta), le[0], le[-1]))
+        if self.etas.size < 4:
+            a = np.array([np.interp(x, le, row) for row in self.a])
+            b = np.array([np.interp(x, le, row) for row in self.b])
+            return a, b
+        return self._sa(x), self._sb(x)  # type: ignore[attr-defined]
+
+    def stderr_at(self, eta: float, z: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Monte-Carlo standard errors of ``m`` and ``v`` at the standardised step ``eta`` and
+        ``z``: those of the nodes, interpolated linearly in ``log η`` and ``z`` (NaN when the
+        table keeps none)."""
+        z = np.asarray(z, dtype=np.float64)
+        if self.stderr_a is None or self.stderr_b is None:
+            return np.full(z.shape, np.nan), np.full(z.shape, np.nan)
+        le = np.log(self.etas)
+        x = float(np.clip(math.log(eta), le[0], le[-1]))
+        sa = np.array([np.interp(x, le, row) for row in self.stderr_a])
+        sb = np.array([np.interp(x, le, row) for row in self.stderr_b])
+        scale = eta * eta * np.cosh(z) ** 2
+        return (np.interp(z, self.z_nodes, sa) * scale, np.interp(z, self.z_nodes, sb) * scale)
+
+    def at(self, eta: float) -> "Local":
+        """Interpolants of ``m(·, η)``, ``∂_z m`` and ``v(·, η)`` at the standardised step."""
+        a, b = self._coeffs(eta)
+        return Local(eta, CubicSpline(self.z_nodes, a), CubicSpline(self.z_nodes, b),
+                     self._fp, float(self.z_nodes[0]), float(self.z_nodes[-1]))  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True, eq=False)
+class Local:
+    """The drift and diffusion of ``z`` at one standardised step ``eta`` (:meth:`MomentTable.at`)."""
+
+    eta: float
+    a: CubicSpline
+    b: CubicSpline
+    fp: CubicSpline  # z ↦ Φ'(tanh z)
+    lo: float
+    hi: float
+
+    def __call__(self, z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``m``, ``∂_z m`` and ``v`` at ``z`` (standardised step)."""
+        z = np.clip(z, self.lo, self.hi)
+        rho = np.tanh(z)
+        c2 = np.cosh(z) ** 2  # 1/s²
+        e = self.eta
+        a = self.a(z)
+        m = e * self.fp(z) + e * e * a * c2
+        mz = e * self.fp(z, 1) + e * e * (self.a(z, 1) + 2.0 * rho * a) * c2
+        v = np.maximum(e * e * self.b(z) * c2, 0.0)
+        return m, mz, v
+
+
+def eta_nodes(lo: float, hi: float) -> np.ndarray:
+    """Log-spaced table steps on ``[lo, hi]`` (ratio at most 1.25, 4 to 24 of them)."""
+    if hi / lo < 1.0 + 1e-9:
+        return np.array([lo])
+    n_eta = int(min(24, max(4, math.ceil(math.log(hi / lo) / math.log(1.25)) + 1)))
+    return np.exp(np.linspace(math.log(lo), math.log(hi), n_eta))
+
+
+@validated(model=MODEL, eta_min=Real(gt=0.0), eta_max=Real(gt=0.0), batch=BATCH,
+           update=UPDATE, z_max=Optional(Real(ge=1.0, le=Z_CAP)), n_samples=Integer(ge=100),
+           seed=SEED, rtol=Optional(Real(gt=0.0, lt=1.0)), max_samples=Optional(Integer(ge=2)),
+           replicates=Integer(ge=0, le=64))
+def moment_table(model: ModelConfig, eta_min: float, eta_max: float, *, batch: int = 1,
+                 update: str = "projected", z_max: float | None = None, n_samples: int = 4000,
+                 seed: int = 0, rtol: float | None = DEFAULT_RTOL,
+                 max_samples: int | None = None, replicates: int = 8) -> MomentTable:
+    """The one-step moment table of ``z = artanh ρ`` for steps in ``[eta_min, eta_max]``
+    (model units), for reuse by several :func:`~.effective.effective_dynamics` calls (the
+    schedule advisor). ``z_max`` defaults to 2 above the plateau of ``eta_min``; ``n_samples``
+    draws to start, more up to ``max_samples`` (default ``16·n_samples``) until ``rtol`` is met
+    (None: exactly ``n_samples``); ``replicates`` disjoint groups of the draws kept apart."""
+    from .effective import z_max as _zmax
+
+    if eta_max < eta_min:
+        raise ConfigError("eta_max", f"must be >= eta_min = {eta_min:g}", eta_max)
+    if n_samples < batch:
+        raise ConfigError("n_samples", f"must be >= batch = {batch}", n_samples)
+    mx = _max_samples(n_samples, max_samples)
+    check_pool_memory(batch, n_samples, Z_CAP if z_max is None else z_max)
+    s2 = model.noise_std ** 2
+    if z_max is None:
+        z_max = _zmax(model, eta_min * s2, batch, None, seed)
+    return build_table(model, float(z_max), eta_nodes(eta_min * s2, eta_max * s2), batch,
+                       update, n_samples, seed, rtol, mx, replicates)
+
+
+def build_table(model: ModelConfig, z_max: float, etas_std: np.ndarray, batch: int,
+                update: str, n_samples: int, seed: int, rtol: float | None, max_samples: int,
+                replicates: int) -> MomentTable:
+    """The table on ``2⌈z_max/0.2⌉ + 1`` nodes and the standardised steps ``etas_std``:
+    ``n_samples`` draws at every node, then refined to ``rtol`` (:class:`_Accumulator`)."""
+    n_nodes = 2 * int(math.ceil(z_max / NODE_DZ)) + 1
+    z_nodes = np.linspace(-z_max, z_max, n_nodes)
+    rhos = np.tanh(z_nodes)
+    dphi_f = _dphi_std(model)
+    dphi = np.asarray(dphi_f(rhos), dtype=np.float64)
+    acc = _Accumulator(model, rhos, etas_std, dphi, batch, update, seed, replicates)
+    acc.add(n_samples, np.arange(n_nodes))
+    conv = acc.refine(rtol, max_samples)
+    return _table(model, z_nodes, etas_std, dphi, dphi_f, acc, conv, rtol, max_samples)
+
+
+def extend_table(table: MomentTable, factor: float) -> MomentTable:
+    """``table`` with its draws multiplied by ``factor`` at every node (the same stream
+    continued), within its ``max_samples``; the table itself if it keeps no accumulator or
+    is at the bound."""
+    if table._acc is None or table.max_samples is None:
+        return table
+    acc: _Accumulator = copy.deepcopy(table._acc)
+    room = int(table.max_samples - acc.draws.max())
+    n_new = int(min(math.ceil((factor - 1.0) * acc.draws.max()), room))
+    if n_new < acc.min_draws:
+        return table
+    acc.add(n_new, np.arange(acc.rhos.size))
+    conv = acc.refine(table.rtol, table.max_samples)
+    return _table(table.model, table.z_nodes, table.etas, table.dphi_nodes, table._dphi, acc,
+                  conv, table.rtol, table.max_samples)
+
+
+def _table(model: ModelConfig, z_nodes: np.ndarray, etas_std: np.ndarray, dphi: np.ndarray,
+           dphi_f: Any, accumulator: _Accumulator, conv: bool, rtol: float | None,
+           max_samples: int | None) -> MomentTable:
+    acc, = accumulator.results(conv)
+    s2 = (1.0 / np.cosh(z_nodes) ** 2)[:, None]
+    e = etas_std[None, :]
+    first = e * dphi[:, None]
+    norm = s2 / (e * e)
+
+    def scaled(j):
+        return (j.drift - first) * norm, j.var * norm, j.stderr_drift * norm, j.stderr_var * norm
+
+    a, b, se_a, se_b = scaled(acc.pooled)
+    if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
+        raise FloatingPointError("effective_dynamics: non-finite one-step moments")
+    ra = rb = None
+    if acc.groups is not None:
+        ra, rb, _, _ = scaled(acc.groups)
+    skew, kurt = acc.pooled.skewness, acc.pooled.excess_kurtosis
+    if model.signal_sign == "random":
+        # the chain is symmetric under ρ → −ρ: m odd, v even in z — imposed on the Monte-Carlo
+        # estimates (the nodes are symmetric about 0)
+        a, b = 0.5 * (a - a[::-1]), 0.5 * (b + b[::-1])
+        skew, kurt = 0.5 * (skew - skew[::-1]), 0.5 * (kurt + kurt[::-1])
+        if ra is not None:
+            ra, rb = 0.5 * (ra - ra[:, ::-1]), 0.5 * (rb + rb[:, ::-1])
+    return MomentTable(z_nodes, etas_std, a, b, dphi, int(acc.draws.max()), dphi_f,
+                       stderr_a=se_a, stderr_b=se_b, skewness=skew, excess_kurtosis=kurt,
+                       replicate_a=ra, replicate_b=rb, draws=acc.draws,
+                       converged=acc.converged, rtol=rtol, max_samples=max_samples,
+                       model=model, _acc=accumulator)
