@@ -218,6 +218,7 @@ def timing(dims: list[int], targets: dict[int, float], against: str | None) -> N
 def map_check(n_configs: int, runs: int, budget: float, seed: int, target: float = 0.9,
               draw_seed: int = 27, scan: int = 60) -> list[dict]:
     """The advice at map configurations with β ≥ 1 (module docstring), checked by simulation."""
+    from attnsignal.theory.finite_step import second_order_coefficient
     from attnsignal.theory.landscape import landscape
     from attnsignal.validate import draw_configs
 
@@ -229,8 +230,18 @@ def map_check(n_configs: int, runs: int, budget: float, seed: int, target: float
         if cfg.beta < 1.0:
             continue
         rs = np.linspace(0.05, target, 60)
-        if not np.all(landscape(model, rs).field > 0):  # the field must carry |ρ| past 0.9
+        fld = landscape(model, rs).field
+        if not np.all(fld > 0):  # the field must carry |ρ| past 0.9
             print(f"{cfg.label()}: skipped (the field does not carry |rho| to {target})")
+            continue
+        # a cheap lower bound first: the second-order time-optimal mean path, ∫ 4κ/F² dρ
+        kap = second_order_coefficient(model, rs, cfg.batch, cfg.update, n_samples=1000,
+                                       seed=seed).value
+        k_low = float(np.trapezoid(4.0 * np.maximum(kap, 0.0) / fld ** 2, rs)) * cfg.batch
+        if runs * 1.1 * k_low * (cfg.n_tokens + 32) > budget:
+            print(f"{cfg.label()}: skipped (its check would cost more than "
+                  f"{runs * 1.1 * k_low * (cfg.n_tokens + 32):.2g} > {budget:.2g} "
+                  f"token-samples: at least {k_low:,.0f} samples to {target})")
             continue
         t0 = time.perf_counter()
         adv = advise_schedule(model, target, batch=cfg.batch, update=cfg.update)
