@@ -121,3 +121,11 @@ def test_advisor_stops_at_its_evaluation_budget_and_says_so():
     assert 0 < adv.optimal_samples <= adv.samples
     with pytest.raises(ConfigError, match="max_evaluations"):
         advise_schedule(SMALL, 0.9, max_evaluations=2)
+
+
+def test_advise_command_refuses_too_small_a_budget_in_one_line(capsys):
+    from attnsignal.cli import main
+
+    assert main(["advise", "--max-evaluations", "2"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "max_evaluations" in err and "got 2" in err

@@ -145,9 +145,6 @@ class Advice:
                  f"best schedule searched: {self.optimal_samples:,} samples "
                  f"(time-optimal mean path alone: {self.mean_path_samples:,}; "
                  f"{self.evaluations} effective-dynamics runs)"]
-        diag = getattr(self.dynamics, "diagnostic", None)
-        if diag is not None and diag.verdict != "ok":
-            lines.append(diag.message)
         return "\n".join([*lines, *self.notes])
 
 
