@@ -20,12 +20,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .config import ConfigError, ModelConfig, RunConfig
+from .config import UPDATES, ConfigError, ModelConfig, RunConfig
 from .validation import Integer, OneOf, Real, validated
 
 __all__ = ["JumpMoments", "chain_one_step", "jump_moments"]
 
-_UPDATES = OneOf("projected", "riemannian")
+_UPDATES = OneOf(*UPDATES)
 
 
 @validated(rho=Real(gt=-1.0, lt=1.0), eta=Real(gt=0.0), runs=Integer(ge=2),

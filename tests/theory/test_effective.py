@@ -238,3 +238,97 @@ def test_pool_kernel_matches_the_reduced_sampler_draw_by_draw(model):
             ref[r, pos:pos + k] = np.stack([g.g_q, g.g_e, g.u2], axis=1)
         pos += k
     np.testing.assert_allclose(pool, ref, rtol=1e-6, atol=0.0)
+
+
+def test_compiled_interpolants_are_the_tables_splines():
+    """The evolution's compiled drift, its slope and the diffusion (``_local`` on ``_Poly``)
+    equal :meth:`MomentTable.at`'s splines at random ``(z, η)``, to rounding."""
+    from attnsignal.theory.effective import _local, _Poly, _table_at
+    from attnsignal.theory.moments import moment_table
+
+    t = moment_table(SMALL, 0.01, 0.05, z_max=2.0, n_samples=500, rtol=None, replicates=0)
+    poly = _Poly.of(t)
+    rng = np.random.default_rng(0)
+    n = poly.zop.shape[2]
+    Ca, Cb = np.empty((4, n - 1)), np.empty((4, n - 1))
+    for _ in range(20):
+        eta = float(np.exp(rng.uniform(np.log(0.01), np.log(0.05))))
+        z = float(rng.uniform(-2.0, 2.0))
+        _table_at(poly.ca, poly.le0, poly.dle, math.log(eta), poly.zop, Ca)
+        _table_at(poly.cb, poly.le0, poly.dle, math.log(eta), poly.zop, Cb)
+        got = _local(z, eta, Ca, Cb, poly.zn0, poly.dzn, poly.cf, poly.zf0, poly.dzf, -2.0, 2.0)
+        want = [float(x[0]) for x in t.at(eta)(np.array([z]))]
+        np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-15)
+
+
+@pytest.mark.parametrize("sig_over_h", [0.3, 1.0, 2.5, 12.0])
+def test_deposit_keeps_the_mean_and_variance(sig_over_h):
+    """A node's deposit on the grid has the node's mean, and its variance as node masses:
+    wide (sampled Gaussian, from ``σ = 2h`` on) to 1e-6; narrow (hat kernel after subtracting
+    its variance ``h²/6``: second differences of ``E(Y − x)⁺``) within 2 % — the hat adds
+    ``E[(Y − z_l)(z_r − Y)]``, which is ``h²/6`` only when ``Y`` spreads over its cell."""
+    from attnsignal.theory.effective import _deposit_kernel
+
+    h = 0.01
+    z = np.arange(-400, 401) * h
+    var = (sig_over_h * h) ** 2 + h * h / 6.0
+    out = np.zeros(z.size)
+    _deposit_kernel(np.array([1.0]), np.array([0.0123]), np.array([var]), float(z[0]), h, out)
+    assert out.sum() == pytest.approx(1.0, abs=1e-12)
+    mean = float(out @ z)
+    assert mean == pytest.approx(0.0123, abs=1e-9)
+    assert float(out @ (z - mean) ** 2) == pytest.approx(var, rel=1e-6 if sig_over_h >= 2 else 0.02)
+
+
+def test_the_standard_error_covers_the_seed_to_seed_spread():
+    """Five moment seeds at SMALL with few draws: the spread of the predicted mean |ρ| over the
+    seeds agrees with the reported Monte-Carlo standard error (ratio within [0.4, 2.5] at the
+    last record; with 4 degrees of freedom the ratio's 95 % range is about [0.35, 1.9])."""
+    preds, ses = [], []
+    for seed in range(5):
+        ed = effective_dynamics(SMALL, STEP, steps=300, record_every=100, n_samples=1000,
+                                seed=seed, rtol=None, tolerance=None)
+        preds.append(ed.mean_abs[-1])
+        ses.append(ed.mean_abs_stderr[-1])
+    ratio = np.std(preds, ddof=1) / np.sqrt(np.mean(np.square(ses)))
+    assert 0.4 < ratio < 2.5, (preds, ses)
+
+
+def test_accuracy_warning_names_the_cause_and_strict_raises():
+    """Few draws and no room for more: the predicted error exceeds a tight tolerance; the
+    warning (an ``EffectiveDynamicsAccuracyWarning``) and, with ``strict``, the exception carry
+    the same one line naming the cause; ``tolerance=None`` checks nothing."""
+    from attnsignal.theory.effective import (EffectiveDynamicsAccuracyError,
+                                             EffectiveDynamicsAccuracyWarning)
+
+    kw = dict(steps=300, record_every=100, n_samples=400, max_samples=400, rtol=None)
+    with pytest.warns(EffectiveDynamicsAccuracyWarning) as rec:
+        ed = effective_dynamics(SMALL, STEP, tolerance=1e-4, **kw)
+    msg = str(rec[0].message)
+    assert ed.diagnostic.verdict == "flagged" and msg == ed.diagnostic.message
+    assert "\n" not in msg and "Monte-Carlo" in msg
+    assert ed.diagnostic.predicted_error > 1e-4
+    with pytest.raises(EffectiveDynamicsAccuracyError) as info:
+        effective_dynamics(SMALL, STEP, tolerance=1e-4, strict=True, **kw)
+    assert str(info.value) == msg
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        quiet = effective_dynamics(SMALL, STEP, tolerance=None, **kw)
+    assert quiet.diagnostic.verdict == "ok" and np.all(quiet.mean_abs_stderr[1:] > 0)
+
+
+def test_draws_are_added_until_the_monte_carlo_error_fits_the_tolerance():
+    """With a tolerance the draws grow (within ``max_samples``) until the Monte-Carlo error of
+    the prediction takes at most half of it — or the bound is reached, and the diagnostic says
+    so."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ed = effective_dynamics(SMALL, STEP, steps=300, record_every=100, n_samples=500,
+                                max_samples=64_000, rtol=None, tolerance=0.02)
+    d = ed.diagnostic
+    assert d.draws > 500
+    assert d.mc_error <= 0.01 or d.draws == 64_000

@@ -590,6 +590,13 @@ def _print_effective(ed, frame: pd.DataFrame, rc: RunConfig, r0: float, targets,
                       f"{r['effective_mean_abs_rho']:.4f}", f"{r['effective_q10_abs_rho']:.4f}",
                       f"{r['effective_q90_abs_rho']:.4f}")
     out.print(table)
+    diag = getattr(ed, "diagnostic", None)
+    if diag is not None and diag.verdict != "ok":
+        console.print(f"[yellow]warning:[/] {diag.message}", soft_wrap=True)
+    elif diag is not None and np.isfinite(diag.stderr):
+        out.print(f"effective dynamics: Monte-Carlo standard error of the mean |ρ| at most "
+                  f"{diag.stderr:.2g} ({diag.draws:,} draws a moment node); predicted error "
+                  f"{diag.predicted_error:.2g} <= tolerance {diag.tolerance}", soft_wrap=True)
     for x in targets:
         k = ed.hitting_step(x)
         k_ode = sol.hitting_steps.get(x, -1) if not stationary else -1

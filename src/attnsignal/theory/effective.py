@@ -37,12 +37,13 @@ at most 1 %:
 so the variance of a block is *not* ``n`` times a one-step variance: an expanding drift (near
 ``ρ ≈ 0``) amplifies it, a contracting one (near the plateau) saturates it at the local
 stationary variance. The block's transition from ``z_j`` is ``N(x, P)``, deposited on the grid
-with the hat (linear-interpolation) kernel whose own variance ``h²/6`` is subtracted first: the
-deposited law has exactly the block's mean and variance (when ``P ≥ h²/6``), so the grid adds
-no numerical diffusion and removes none. A block ends at a record, or when the variance grown
+with the block's mean and variance (:func:`_deposit_kernel`: the hat kernel after subtracting
+its own variance ``h²/6`` when ``P`` is within a few grid steps, the sampled Gaussian beyond),
+so the grid adds no numerical diffusion and removes none. Sources are merged where the
+previous block's spread is many grid steps wide (:func:`_sources`). A block ends at a record, or when the variance grown
 from a node among those that hold 99 % of the mass reaches ``0.05²``, so that the drift is
 close to linear across each block's spread. The whole evolution is compiled
-(:func:`_evolve_kernel`).
+(:func:`_evolve_one`).
 
 Order and error
 ---------------
@@ -81,7 +82,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 from scipy.interpolate import CubicSpline
 from scipy.stats import t as student_t
 
@@ -90,6 +91,7 @@ from ..validation import Boolean, Integer, Optional, Real, validated
 from ._checks import BATCH, MODEL, RHO0, SEED, STEP, UPDATE
 from .moments import (DEFAULT_RTOL, NODE_DZ, Z_CAP, MomentTable, OneStepMoments, _dphi_std,
                       _gradient_pool, _max_samples, build_table, check_pool_memory, eta_nodes,
+                      extend_table,
                       moment_table, one_step_moments)
 
 __all__ = ["BlockBudgetExceeded", "Diagnostic", "EffectiveDynamics",
@@ -108,6 +110,8 @@ _MAX_GRID = 20_001
 MAX_STD_STEP = 1e150
 _MAX_STEPS = 50_000_000
 _MAX_LAW = 60_000_000     # doubles kept for the law (records × grid)
+#: the share of the tolerance the Monte-Carlo error may take before more draws are made
+_MC_SHARE = 0.5
 #: the levels at which the replicates' quantiles are kept (:meth:`EffectiveDynamics.quantile_stderr`)
 _Q_LEVELS = np.linspace(0.0, 1.0, 101)
 
@@ -158,18 +162,20 @@ def record_schedule(steps: int, record_every: int | None = None,
 
 # --------------------------------------------------------------------------- compiled law
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _deposit_kernel(p, mu, var, z0, h, out):  # pragma: no cover
-    """``out += Σ_j p_j · N(mu_j, var_j − h²/6)`` deposited with the hat kernel, each node on
+    """``out += Σ_j p_j ·`` node masses with mean ``mu_j`` and variance ``var_j``, each node on
     its own window of ±5.5 standard deviations, each node's weights normalised to ``p_j``
     (mass that leaves the grid stays on the end node).
 
-    The hat kernel adds its own variance ``h²/6``, subtracted first, so the deposited
-    piecewise-linear density has the node's mean and variance. Widths ``σ < 2h``: the weights
-    are the second differences of ``C(x) = E(Y − x)⁺`` on the grid — exact in mean and
-    variance at any width. Wider: the Gaussian density at the nodes, by the recurrence
-    ``g_{t+1} = g_t q_t``, ``q_{t+1} = q_t e^{−h²/σ²}`` (two products a node; the sampled
-    Gaussian's mean and variance are exact to ``~e^{−2π²σ²/h²} < 10⁻³⁴`` there)."""
+    Narrow (``σ = √(var − h²/6) < 2h``): ``Y ~ N(mu, σ²)`` deposited with the hat kernel,
+    whose own variance ``h²/6`` was subtracted first — the weights are the second differences
+    of ``C(x) = E(Y − x)⁺`` on the grid: exact in mean; in variance the hat adds
+    ``E[(Y − z_l)(z_r − Y)]`` (``z_l, z_r`` the nodes around ``Y``), ``h²/6`` up to a few
+    per cent below ``σ ≈ h`` and to ``e^{−2π²σ²/h²}`` beyond. Wider: the
+    density of ``N(mu, var)`` at the nodes, by the recurrence ``g_{t+1} = g_t q_t``,
+    ``q_{t+1} = q_t e^{−h²/var}`` (two products a node; the sampled Gaussian's mean and
+    variance are exact to ``~e^{−2π²var/h²} < 10⁻³⁴`` there)."""
     G = out.shape[0]
     inv_sqrt2pi = 1.0 / math.sqrt(2.0 * math.pi)
     buf = np.empty(64)
@@ -182,8 +188,10 @@ def _deposit_kernel(p, mu, var, z0, h, out):  # pragma: no cover
             buf = np.empty(2 * W)
         tot = 0.0
         if sig >= 2.0 * h:
-            du = h / sig
-            u = (z0 + (c - half) * h - mu[jn]) / sig
+            # the sampled Gaussian's node masses have its variance: sample N(mu, var)
+            sw = math.sqrt(var[jn])
+            du = h / sw
+            u = (z0 + (c - half) * h - mu[jn]) / sw
             g = math.exp(-0.5 * u * u)
             q = math.exp(-u * du - 0.5 * du * du)
             r = math.exp(-du * du)
@@ -224,7 +232,7 @@ def _deposit_kernel(p, mu, var, z0, h, out):  # pragma: no cover
 
 @dataclass(frozen=True, eq=False)
 class _Poly:
-    """A :class:`MomentTable`'s splines as the arrays :func:`_evolve_kernel` evaluates: the
+    """A :class:`MomentTable`'s splines as the arrays :func:`_evolve_one` evaluates: the
     normalised drift ``a`` and diffusion ``b`` as piecewise cubics in ``log η`` per node
     (``ca``, ``cb``: ``(4, intervals, nodes)``, highest power first, as scipy's ``PPoly``), the
     linear map from node values to the coefficients of their not-a-knot cubic spline in ``z``
@@ -276,7 +284,7 @@ def _log_eta_poly(le: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float, flo
     return c, float(le[0]), dle
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _pp(c, x0, dx, x):  # pragma: no cover
     """Value and derivative at ``x`` of the piecewise cubic ``c`` ``(4, n)`` on the uniform
     knots ``x0 + i dx`` (the end pieces extended)."""
@@ -289,7 +297,7 @@ def _pp(c, x0, dx, x):  # pragma: no cover
     return val, der
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _table_at(ce, le0, dle, x, zop, out_c):  # pragma: no cover
     """The not-a-knot spline coefficients in ``z`` (``out_c``, ``(4, nodes − 1)``) of the node
     values of ``ce`` at ``log η = x`` (clipped to the table's range)."""
@@ -310,7 +318,7 @@ def _table_at(ce, le0, dle, x, zop, out_c):  # pragma: no cover
             out_c[q, s] = acc
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _local(z, eta, Ca, Cb, zn0, dzn, cf, zf0, dzf, lo, hi):  # pragma: no cover
     """``m``, ``∂_z m`` and ``v`` at ``z`` (clipped to ``[lo, hi]``) and standardised step
     ``eta``: ``m = ηΦ' + η² a cosh²z``, ``v = η² b cosh²z`` (:class:`.moments.Local`)."""
@@ -328,7 +336,7 @@ def _local(z, eta, Ca, Cb, zn0, dzn, cf, zf0, dzf, lo, hi):  # pragma: no cover
     return m, mz, v
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _phi12(a, t):  # pragma: no cover
     """``(e^{at} − 1)/a`` and ``(e^{2at} − 1)/(2a)`` (→ ``t`` as ``a → 0``)."""
     at = a * t
@@ -337,7 +345,7 @@ def _phi12(a, t):  # pragma: no cover
     return math.expm1(min(at, 700.0)) / a, math.expm1(min(2.0 * at, 700.0)) / (2.0 * a)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _advance_node(x, P, n, eta, Ca, Cb, zn0, dzn, cf, zf0, dzf, lo, hi, vscale
                   ):  # pragma: no cover
     """Exponential-Euler steps of ``dx/dk = m``, ``dP/dk = 2 m_z P + v`` over ``n`` steps at one
@@ -357,7 +365,7 @@ def _advance_node(x, P, n, eta, Ca, Cb, zn0, dzn, cf, zf0, dzf, lo, hi, vscale
     return x, P
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _summaries(p, zg, levels, out):  # pragma: no cover
     """``out = (E ρ, E|ρ|, the levels' quantiles of |ρ|)`` of the grid law ``p`` (as
     :func:`_abs_quantiles`)."""
@@ -385,211 +393,253 @@ def _summaries(p, zg, levels, out):  # pragma: no cover
     for i in range(n + 1):
         cdf[i] /= acc
     top = zg[G - 1]
-    for q in range(levels.shape[0]):
-        out[2 + q] = math.tanh(min(np.interp(levels[q], cdf, xs), top))
+    i = 0
+    for q in range(levels.shape[0]):  # levels ascending: one pass, linear interpolation
+        lv = levels[q]
+        while i < n - 1 and cdf[i + 1] < lv:
+            i += 1
+        lo_c, hi_c = cdf[i], cdf[i + 1]
+        f = (lv - lo_c) / (hi_c - lo_c) if hi_c > lo_c else 0.0
+        f = min(max(f, 0.0), 1.0)
+        out[2 + q] = math.tanh(min(xs[i] + f * (xs[i + 1] - xs[i]), top))
 
 
-@njit(cache=True, nogil=True)
-def _evolve_one(p, zg, h, cum_eta, var_cum, ks_rec, ca, cb, le0, dle, zop, zn0, dzn, cf, zf0,
-                dzf, vscale, max_blocks, keep_law, law, levels, summ, rec_stats, stats
-                ):  # pragma: no cover
-    """Evolve the law ``p`` on the grid ``zg`` (spacing ``h``) through the blocks of the module
-    docstring; at the recorded steps ``ks_rec`` write it into ``law`` (when ``keep_law``) and
-    its :func:`_summaries` into ``summ``. ``cum_eta``: prefix sums of the standardised steps;
-    ``var_cum``: of ``|Δ log η|``. Per record, ``rec_stats`` gets (blocks, single-step blocks,
-    largest ratio of one step's standard deviation to the law's over the nodes that carry 99 %
-    of the mass) since the previous record; ``stats``: (blocks, sub-blocks, single-step blocks,
-    the step reached, status: 0, 1 = ``max_blocks`` reached, 2 = non-finite moments).
+@njit(cache=True, nogil=True, error_model="numpy")
+def _mark_heavy(pl, nl, heavy):  # pragma: no cover
+    """``heavy[i]`` for the sources with the largest masses ``pl[:nl]`` that together hold 99 %
+    of the mass: those at or above a threshold found by bisection (ties are in or out
+    together, so an even law gives an even set)."""
+    tot = 0.0
+    top = 0.0
+    for i in range(nl):
+        tot += pl[i]
+        top = max(top, pl[i])
+    lo = 0.0
+    hi = top
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        held = 0.0
+        for i in range(nl):
+            if pl[i] >= mid:
+                held += pl[i]
+        if held >= 0.99 * tot:
+            lo = mid
+        else:
+            hi = mid
+    for i in range(nl):
+        heavy[i] = pl[i] >= lo
 
-    Source nodes are merged into runs of adjacent live nodes (mass, mean and variance kept: the
-    run's spread enters as the initial ``P``) at most half as wide as the spread the previous
-    block grew from there, so a block costs ``O(G)`` whatever the width of its transitions."""
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _last_at_most(a, x, start):  # pragma: no cover
+    """The last index ``j >= start`` of the ascending ``a`` with ``a[j] <= x`` (``start`` if
+    none)."""
+    lo = start
+    hi = a.shape[0] - 1
+    if a[hi] <= x:
+        return hi
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if a[mid] <= x:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _sources(p, zg, span, x, P, pl, g_lo, g_hi, heavy):  # pragma: no cover
+    """The block's sources: the live grid nodes (mass above ``10⁻¹⁴`` of the largest), merged
+    into runs of adjacent ones of at most ``span[j]`` nodes, formed outwards from ``z = 0`` on
+    each side (so that a law even in ``z`` stays even); mass ``pl``, mean ``x`` and variance
+    ``P`` of each run (the run's spread enters as the initial ``P``), its grid nodes
+    ``[g_lo, g_hi)``, and ``heavy`` (:func:`_mark_heavy`). Returns ``(sources, variance of
+    the law)``."""
     G = zg.shape[0]
-    z0 = zg[0]
-    zend = zg[G - 1]
+    pmax = 0.0
+    mu_law = 0.0
+    for j in range(G):
+        pmax = max(pmax, p[j])
+        mu_law += p[j] * zg[j]
+    thr = 1e-14 * pmax
+    var_law = 0.0
+    for j in range(G):
+        var_law += p[j] * (zg[j] - mu_law) ** 2
+    nl = 0
+    c = G // 2
+    for side in range(3):
+        j = c if side == 0 else (c + 1 if side == 1 else c - 1)
+        step = 1 if side == 1 else -1
+        while 0 <= j < G:
+            if not p[j] > thr:
+                if side == 0:
+                    break
+                j += step
+                continue
+            limit = 1 if side == 0 else span[j]
+            s0 = 0.0
+            s1 = 0.0
+            cnt = 0
+            j_start = j
+            while 0 <= j < G and cnt < limit and p[j] > thr:
+                s0 += p[j]
+                s1 += p[j] * zg[j]
+                cnt += 1
+                j += step
+            mu = s1 / s0
+            s2 = 0.0
+            for i in range(cnt):
+                jj = j_start + i * step
+                s2 += p[jj] * (zg[jj] - mu) ** 2
+            g_lo[nl] = min(j_start, j - step)
+            g_hi[nl] = max(j_start, j - step) + 1
+            pl[nl] = s0
+            x[nl] = mu
+            P[nl] = s2 / s0
+            nl += 1
+            if side == 0:
+                break
+    _mark_heavy(pl, nl, heavy)
+    return nl, var_law
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _sub_block(k, k_rec, k_blk, cum_eta, var_cum, ca, cb, le0, dle, zop, zn0, dzn, cf, zf0,
+               dzf, vscale, nl, x, P, heavy, z0, zend, Ca, Cb):  # pragma: no cover
+    """One sub-block from step ``k``: at most ``k_rec``, ``η`` changing by at most 1 %, and
+    the spread added from a heavy source below ``0.05²``; every source's path and variance
+    advanced (:func:`_advance_node`). Returns ``(k_end, spread limit reached, the largest
+    one-step variance over the heavy sources)``."""
     n_nodes = zop.shape[2]
     lo = zn0
     hi = zn0 + dzn * (n_nodes - 1)
+    tgt = _BLOCK_SD * _BLOCK_SD
+    k_end = _last_at_most(var_cum, var_cum[k] + _ETA_CHANGE, k)
+    k_end = min(max(k_end, k + 1), k_rec)
+    eta = (cum_eta[k_end] - cum_eta[k]) / (k_end - k)
+    lx = math.log(eta)
+    _table_at(ca, le0, dle, lx, zop, Ca)
+    _table_at(cb, le0, dle, lx, zop, Cb)
+    vh = 0.0
+    for i in range(nl):
+        if heavy[i]:
+            _, _, v = _local(x[i], eta, Ca, Cb, zn0, dzn, cf, zf0, dzf, lo, hi)
+            vh = max(vh, v)
+    v_step = vh
+    vh *= vscale
+    if vh > 0.0:
+        lim = tgt / vh
+        if lim < k_end - k:
+            k_end = k + max(1, int(lim))
+    n = float(k_end - k)
+    ph = 0.0
+    for i in range(nl):
+        xi, Pi = _advance_node(x[i], P[i], n, eta, Ca, Cb, zn0, dzn, cf, zf0, dzf, lo, hi,
+                               vscale)
+        x[i] = min(max(xi, z0), zend)
+        P[i] = Pi
+        if heavy[i]:
+            ph = max(ph, Pi)
+    return k_end, ph > tgt, v_step
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _finish_block(p, zg, h, nl, x, P, pl, g_lo, g_hi, span, out):  # pragma: no cover
+    """Deposit the sources' transitions ``N(x, P)`` (:func:`_deposit_kernel`) as the new law
+    ``p`` (normalised) and set each node's merge span for the next block: half the spread
+    its source grew, in grid steps (1 to 64). Returns False if a source is not finite."""
+    G = zg.shape[0]
+    for i in range(nl):
+        if not (math.isfinite(x[i]) and math.isfinite(P[i])):
+            return False
+    for i in range(nl):
+        m_i = min(64, max(1, int(0.5 * math.sqrt(max(P[i], 0.0)) / h)))
+        for j in range(g_lo[i], g_hi[i]):
+            span[j] = m_i
+    for j in range(G):
+        out[j] = 0.0
+    _deposit_kernel(pl[:nl], x[:nl], P[:nl], zg[0], h, out)
+    tot = 0.0
+    for j in range(G):
+        tot += out[j]
+    for j in range(G):
+        p[j] = out[j] / tot
+    return True
+
+
+def _evolve_one(p: np.ndarray, zg: np.ndarray, h: float, cum_eta: np.ndarray,
+                var_cum: np.ndarray, ks_rec: np.ndarray, poly: "_Poly", ref: "_Poly",
+                vscale: float, max_blocks: int, keep_law: bool, law: np.ndarray,
+                summ: np.ndarray, rec_stats: np.ndarray, stats: np.ndarray) -> None:
+    """Evolve the law ``p`` on the grid ``zg`` (spacing ``h``) through the blocks of the module
+    docstring under the table ``poly`` (``ref``: its shared arrays); at the recorded steps
+    ``ks_rec`` write it into ``law`` (when ``keep_law``) and its :func:`_summaries` into
+    ``summ``. ``cum_eta``: prefix sums of the standardised steps; ``var_cum``: of
+    ``|Δ log η|``. Per record, ``rec_stats`` gets (blocks, single-step blocks, largest ratio
+    of one step's standard deviation to the law's over the heavy sources) since the previous
+    record; ``stats``: (blocks, sub-blocks, single-step blocks, the step reached, status: 0,
+    1 = ``max_blocks`` reached, 2 = non-finite moments). A Python loop over the blocks calls
+    the compiled :func:`_sources`, :func:`_sub_block` and :func:`_finish_block` (small kernels
+    compile in a fraction of the time of one large one)."""
+    G = zg.shape[0]
+    n_nodes = ref.zop.shape[2]
     Ca = np.empty((4, n_nodes - 1))
     Cb = np.empty((4, n_nodes - 1))
-    x = np.empty(G)
-    P = np.empty(G)
-    pl = np.empty(G)
+    x, P, pl, out = (np.empty(G) for _ in range(4))
     heavy = np.zeros(G, dtype=np.bool_)
-    out = np.empty(G)
-    span = np.zeros(G, dtype=np.int64)   # the previous block's merge width at each node
-    g_lo = np.empty(G, dtype=np.int64)   # each source's grid nodes: [g_lo, g_hi)
+    g_lo = np.empty(G, dtype=np.int64)
     g_hi = np.empty(G, dtype=np.int64)
-    n_rec = ks_rec.shape[0]
+    span = np.ones(G, dtype=np.int64)
+    z0, zend = float(zg[0]), float(zg[-1])
     rec_i = 0
     if ks_rec[0] == 0:
         if keep_law:
-            law[0, :] = p
-        _summaries(p, zg, levels, summ[0])
+            law[0] = p
+        _summaries(p, zg, _Q_LEVELS, summ[0])
         rec_i = 1
-    k = 0
-    n_blocks = 0
-    n_sub = 0
-    n_single = 0
-    status = 0
-    tgt = _BLOCK_SD * _BLOCK_SD
-    for j in range(G):
-        span[j] = 1
-    while rec_i < n_rec:
+    k = n_blocks = n_sub = n_single = status = 0
+    while rec_i < ks_rec.size:
         if max_blocks >= 0 and n_blocks >= max_blocks:
             status = 1
             break
-        k_rec = ks_rec[rec_i]
-        pmax = 0.0
-        mu_law = 0.0
-        for j in range(G):
-            pmax = max(pmax, p[j])
-            mu_law += p[j] * zg[j]
-        thr = 1e-14 * pmax
-        var_law = 0.0
-        for j in range(G):
-            var_law += p[j] * (zg[j] - mu_law) ** 2
-        # live nodes, merged into runs of adjacent ones, formed outwards from z = 0 on each
-        # side (so that a law even in z stays even)
-        nl = 0
-        c = G // 2
-        for side in range(3):
-            j = c if side == 0 else (c + 1 if side == 1 else c - 1)
-            step = 1 if side == 1 else -1
-            while 0 <= j < G:
-                if not p[j] > thr:
-                    if side == 0:
-                        break
-                    j += step
-                    continue
-                limit = 1 if side == 0 else span[j]
-                s0 = 0.0
-                s1 = 0.0
-                cnt = 0
-                j_start = j
-                while 0 <= j < G and cnt < limit and p[j] > thr:
-                    s0 += p[j]
-                    s1 += p[j] * zg[j]
-                    cnt += 1
-                    j += step
-                mu = s1 / s0
-                s2 = 0.0
-                for i in range(cnt):
-                    jj = j_start + i * step
-                    s2 += p[jj] * (zg[jj] - mu) ** 2
-                g_lo[nl] = min(j_start, j - step)
-                g_hi[nl] = max(j_start, j - step) + 1
-                pl[nl] = s0
-                x[nl] = mu
-                P[nl] = s2 / s0
-                heavy[nl] = False
-                nl += 1
-                if side == 0:
-                    break
-        # the nodes that hold 99 % of the mass set the block length (the far tails, where one
-        # step may throw a node back to the plateau, would force one-step blocks)
-        order = np.argsort(-pl[:nl], kind="mergesort")
-        cum = 0.0
-        tot = 0.0
-        for i in range(nl):
-            tot += pl[i]
-        for i in range(nl):
-            heavy[order[i]] = True
-            cum += pl[order[i]]
-            if cum >= 0.99 * tot:
-                break
+        k_rec = int(ks_rec[rec_i])
+        nl, var_law = _sources(p, zg, span, x, P, pl, g_lo, g_hi, heavy)
         k_blk = k
-        v_first = 0.0
+        v_first = -1.0
         while k < k_rec:
-            # sub-block: η changes by at most 1 %
-            k_end = np.searchsorted(var_cum, var_cum[k] + _ETA_CHANGE, side="right") - 1
-            k_end = min(max(k_end, k + 1), k_rec)
-            eta = (cum_eta[k_end] - cum_eta[k]) / (k_end - k)
-            lx = math.log(eta)
-            _table_at(ca, le0, dle, lx, zop, Ca)
-            _table_at(cb, le0, dle, lx, zop, Cb)
-            # ... and the spread added from a node that carries mass stays below the limit
-            vh = 0.0
-            for i in range(nl):
-                if heavy[i]:
-                    _, _, v = _local(x[i], eta, Ca, Cb, zn0, dzn, cf, zf0, dzf, lo, hi)
-                    vh = max(vh, v)
-            if k == k_blk:
-                v_first = vh
-            vh *= vscale
-            if vh > 0.0:
-                lim = tgt / vh
-                if lim < k_end - k:
-                    k_end = k + max(1, int(lim))
-            n = float(k_end - k)
-            for i in range(nl):
-                xi, Pi = _advance_node(x[i], P[i], n, eta, Ca, Cb, zn0, dzn, cf, zf0, dzf, lo,
-                                       hi, vscale)
-                x[i] = min(max(xi, z0), zend)
-                P[i] = Pi
-            k = k_end
+            k, full, v_step = _sub_block(k, k_rec, k_blk, cum_eta, var_cum, poly.ca, poly.cb,
+                                         ref.le0, ref.dle, ref.zop, ref.zn0, ref.dzn, ref.cf,
+                                         ref.zf0, ref.dzf, vscale, nl, x, P, heavy, z0, zend,
+                                         Ca, Cb)
             n_sub += 1
-            # block end: the spread grown from a node that carries mass reaches the limit
-            ph = 0.0
-            for i in range(nl):
-                if heavy[i]:
-                    ph = max(ph, P[i])
-            if ph > tgt:
+            if v_first < 0.0:
+                v_first = v_step
+            if full:
                 break
-        for i in range(nl):
-            if not (math.isfinite(x[i]) and math.isfinite(P[i])):
-                status = 2
-        if status != 0:
+        if not _finish_block(p, zg, h, nl, x, P, pl, g_lo, g_hi, span, out):
+            status = 2
             break
-        for i in range(nl):
-            m_i = min(64, max(1, int(0.5 * math.sqrt(max(P[i], 0.0)) / h)))
-            for j in range(g_lo[i], g_hi[i]):
-                span[j] = m_i
-        for j in range(G):
-            out[j] = 0.0
-        _deposit_kernel(pl[:nl], x[:nl], P[:nl], z0, h, out)
-        tot = 0.0
-        for j in range(G):
-            tot += out[j]
-        for j in range(G):
-            p[j] = out[j] / tot
         n_blocks += 1
         rec_stats[rec_i, 0] += 1.0
         if k - k_blk == 1:
             n_single += 1
             rec_stats[rec_i, 1] += 1.0
-        ratio = math.sqrt(v_first / var_law) if var_law > 0.0 else math.inf
+        ratio = math.sqrt(max(v_first, 0.0) / var_law) if var_law > 0.0 else math.inf
         rec_stats[rec_i, 2] = max(rec_stats[rec_i, 2], ratio)
         if k == k_rec:
             if keep_law:
-                law[rec_i, :] = p
-            _summaries(p, zg, levels, summ[rec_i])
+                law[rec_i] = p
+            _summaries(p, zg, _Q_LEVELS, summ[rec_i])
             rec_i += 1
-    stats[0] = n_blocks
-    stats[1] = n_sub
-    stats[2] = n_single
-    stats[3] = k
-    stats[4] = status
-
-
-@njit(cache=True, parallel=True, nogil=True)
-def _evolve_many(p0, zg, h, cum_eta, var_cum, ks_rec, ca, cb, le0, dle, zop, zn0, dzn, cf, zf0,
-                 dzf, vscale, max_blocks, law, levels, summ, rec_stats, stats
-                 ):  # pragma: no cover
-    """:func:`_evolve_one` for each table ``t`` of ``ca, cb`` ``(T, 4, intervals, nodes)``, in
-    parallel; the law itself is kept for ``t = 0`` only."""
-    for t in prange(ca.shape[0]):
-        _evolve_one(p0.copy(), zg, h, cum_eta, var_cum, ks_rec, ca[t], cb[t], le0, dle, zop,
-                    zn0, dzn, cf, zf0, dzf, vscale, max_blocks, t == 0, law, levels, summ[t],
-                    rec_stats[t], stats[t])
+    stats[:] = (n_blocks, n_sub, n_single, k, status)
 
 
 def _evolve(p0: np.ndarray, z: np.ndarray, h: float, eta_std: np.ndarray, ks_rec: np.ndarray,
             polys: list[_Poly], diffusion_scale: float, max_blocks: int | None
             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The law at the records under the first table of ``polys`` and the records' summaries
-    under each (:func:`_evolve_many`): ``(law, summaries (T, n_rec, 2 + levels), per-record
-    stats (T, n_rec, 3), stats (T, 5))``."""
+    under each (:func:`_evolve_one`, the tables on parallel threads): ``(law, summaries (T,
+    n_rec, 2 + levels), per-record stats (T, n_rec, 3), stats (T, 5))``."""
     logeta = np.log(eta_std)
     var_cum = np.concatenate([[0.0], np.cumsum(np.abs(np.diff(logeta)))])
     cum_eta = np.concatenate([[0.0], np.cumsum(eta_std)])
@@ -599,13 +649,79 @@ def _evolve(p0: np.ndarray, z: np.ndarray, h: float, eta_std: np.ndarray, ks_rec
     rec_stats = np.zeros((T, ks_rec.size, 3))
     stats = np.zeros((T, 5))
     ref = polys[0]
-    ca = np.ascontiguousarray(np.stack([q.ca for q in polys]))
-    cb = np.ascontiguousarray(np.stack([q.cb for q in polys]))
-    _evolve_many(p0, z, float(h), cum_eta, var_cum, ks_rec, ca, cb, ref.le0, ref.dle, ref.zop,
-                 ref.zn0, ref.dzn, ref.cf, ref.zf0, ref.dzf, float(diffusion_scale),
-                 -1 if max_blocks is None else int(max_blocks), law, _Q_LEVELS, summ,
-                 rec_stats, stats)
+    mb = -1 if max_blocks is None else int(max_blocks)
+
+    def one(t: int) -> None:
+        _evolve_one(p0.copy(), z, float(h), cum_eta, var_cum, ks_rec, polys[t], ref,
+                    float(diffusion_scale), mb, t == 0, law, summ[t], rec_stats[t], stats[t])
+
+    _in_threads(one, T)
     return law, summ, rec_stats, stats
+
+
+def _in_threads(fn: Any, n: int) -> None:
+    """``fn(0), …, fn(n − 1)`` on up to ``compute_threads()`` threads (the compiled kernels
+    release the GIL); exceptions propagate."""
+    from ..engines.base import compute_threads
+
+    workers = max(1, min(n, compute_threads()))
+    if workers == 1:
+        for i in range(n):
+            fn(i)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for f in [pool.submit(fn, i) for i in range(n)]:
+            f.result()
+
+
+@dataclass(frozen=True, eq=False)
+class _Evolved:
+    law: np.ndarray
+    mean: np.ndarray
+    mean_abs: np.ndarray
+    se_abs: np.ndarray
+    se_mean: np.ndarray
+    rep_abs: np.ndarray | None
+    rep_q: np.ndarray | None
+    replicates: int
+    rec_stats: np.ndarray
+    stats: np.ndarray
+
+
+def _evolve_all(table: MomentTable, p: np.ndarray, z: np.ndarray, h: float,
+                eta_std: np.ndarray, ks_rec: np.ndarray, diffusion_scale: float,
+                max_blocks: int | None, steps: int) -> _Evolved:
+    """The law under the pooled table and the summaries under each replicate (on parallel threads,
+    :func:`_evolve`), their standard errors; raises on the pooled table's block budget or
+    non-finite moments (a replicate that stops is left out of the standard errors)."""
+    K = table.replicates
+    polys = [_Poly.of(table)]
+    if K >= 2:
+        polys += [_Poly.of(table, table.replicate_a[r], table.replicate_b[r]) for r in range(K)]
+    law, summ, rec_stats, stats = _evolve(p, z, h, eta_std, ks_rec, polys, diffusion_scale,
+                                          max_blocks)
+    status = stats[:, 4]
+    if status[0] == 1:
+        raise BlockBudgetExceeded(
+            "max_blocks", f"must cover the blocks this law needs (more than {max_blocks} "
+            f"by step {int(stats[0, 3])} of {steps}: per-step jumps are large against the "
+            "law's width)", max_blocks)
+    if status[0] == 2:
+        raise FloatingPointError(
+            f"effective_dynamics: non-finite block moments at step {int(stats[0, 3])}")
+    rho_grid = np.tanh(z)
+    rep_abs = rep_q = None
+    se_abs = se_mean = np.full(ks_rec.size, np.nan)
+    done = np.nonzero(status[1:] == 0)[0] + 1  # replicates that completed (within max_blocks)
+    if done.size >= 2:
+        rep_abs = summ[done, :, 1]
+        rep_q = np.moveaxis(summ[done, :, 2:], 2, 1)  # (K, levels, n_rec)
+        se_abs = rep_abs.std(axis=0, ddof=1) / math.sqrt(done.size)
+        se_mean = summ[done, :, 0].std(axis=0, ddof=1) / math.sqrt(done.size)
+    return _Evolved(law, law @ rho_grid, law @ np.abs(rho_grid), se_abs, se_mean, rep_abs,
+                    rep_q, int(done.size), rec_stats[0], stats[0])
 
 
 # --------------------------------------------------------------------------- results
@@ -883,7 +999,7 @@ def effective_dynamics(model: ModelConfig, step: Any, *, steps: int,
                        max_blocks: int | None = None,
                        rtol: float | None = DEFAULT_RTOL,
                        max_samples: int | None = None,
-                       replicates: int = 4,
+                       replicates: int = 8,
                        tolerance: float | None = 0.01,
                        strict: bool = False) -> EffectiveDynamics:
     """The law of the alignment ``ρ_k`` of SGA at finite step and dimension (module docstring).
@@ -987,45 +1103,36 @@ def effective_dynamics(model: ModelConfig, step: Any, *, steps: int,
         p[i + 1] += f
     p /= p.sum()
 
-    # ---- evolve the pooled table and each replicate (in parallel)
-    K = table.replicates
-    polys = [_Poly.of(table)]
-    if K >= 2:
-        polys += [_Poly.of(table, table.replicate_a[r], table.replicate_b[r]) for r in range(K)]
-    law, summ, rec_stats, stats = _evolve(p, z, h, eta_std, ks_rec, polys, diffusion_scale,
-                                          max_blocks)
-    status = stats[:, 4]
-    if status[0] == 1:
-        raise BlockBudgetExceeded(
-            "max_blocks", f"must cover the blocks this law needs (more than {max_blocks} "
-            f"by step {int(stats[0, 3])} of {steps}: per-step jumps are large against the "
-            "law's width)", max_blocks)
-    if status[0] == 2:
-        raise FloatingPointError(
-            f"effective_dynamics: non-finite block moments at step {int(stats[0, 3])}")
-    rho_grid = np.tanh(z)
-    mean = law @ rho_grid
-    mean_abs = law @ np.abs(rho_grid)
-    rep_abs = rep_q = None
-    se_abs = se_mean = np.full(ks_rec.size, np.nan)
-    done = np.nonzero(status[1:] == 0)[0] + 1  # replicates that completed (within max_blocks)
-    if done.size >= 2:
-        rep_abs = summ[done, :, 1]
-        rep_q = np.moveaxis(summ[done, :, 2:], 2, 1)  # (K, levels, n_rec)
-        se_abs = rep_abs.std(axis=0, ddof=1) / math.sqrt(done.size)
-        se_mean = summ[done, :, 0].std(axis=0, ddof=1) / math.sqrt(done.size)
+    # ---- evolve the pooled table and each replicate (in parallel); with a tolerance, more
+    # draws while the Monte-Carlo error of the prediction takes more than half of it
+    t_more = 0.0
+    while True:
+        ev = _evolve_all(table, p, z, h, eta_std, ks_rec, diffusion_scale, max_blocks, steps)
+        diag = _diagnose(ev.se_abs, ev.replicates, table, ev.law, z, ev.rec_stats,
+                         ev.stats, eta_std, tolerance)
+        if (moments is not None or tolerance is None or not np.isfinite(diag.mc_error)
+                or diag.mc_error <= _MC_SHARE * tolerance):
+            break
+        factor = min(16.0, max(2.0, 1.2 * (diag.mc_error / (_MC_SHARE * tolerance)) ** 2))
+        t_ext = time.perf_counter()
+        bigger = extend_table(table, factor)
+        t_more += time.perf_counter() - t_ext
+        if bigger is table:
+            break
+        table = bigger
     t2 = time.perf_counter()
-    diag = _diagnose(se_abs, int(done.size), table, law, z, rec_stats[0], stats[0], eta_std, tolerance)
     ode_t = np.concatenate([[0.0], np.cumsum(etas)])[ks_rec]
     ed = EffectiveDynamics(
         model=model, step=step, batch=batch, update=update,
         initial_alignment=initial_alignment, seed=seed, steps=ks_rec, ode_time=ode_t,
-        mean_abs=mean_abs, mean=mean, z_grid=z, rho_grid=rho_grid, law=law, moments=table,
-        timings={"moments_s": t1 - t0, "evolve_s": t2 - t1, "total_s": t2 - t0,
-                 "blocks": float(stats[0, 0]), "sub_blocks": float(stats[0, 1]),
+        mean_abs=ev.mean_abs, mean=ev.mean, z_grid=z, rho_grid=np.tanh(z), law=ev.law,
+        moments=table,
+        timings={"moments_s": t1 - t0 + t_more, "evolve_s": t2 - t1 - t_more,
+                 "total_s": t2 - t0,
+                 "blocks": float(ev.stats[0]), "sub_blocks": float(ev.stats[1]),
                  "draws": float(table.n_samples)},
-        mean_abs_stderr=se_abs, mean_stderr=se_mean, diagnostic=diag,
-        replicate_mean_abs=rep_abs, _replicate_quantiles=rep_q)
+        mean_abs_stderr=ev.se_abs, mean_stderr=ev.se_mean, diagnostic=diag,
+        replicate_mean_abs=ev.rep_abs, _replicate_quantiles=ev.rep_q)
     if diag.verdict != "ok":
         if strict:
             raise EffectiveDynamicsAccuracyError(diag.message)

@@ -44,12 +44,13 @@ memory is one chunk of draws, not the pool.
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 from scipy.interpolate import CubicSpline
 
 from ..config import ConfigError, ModelConfig
@@ -172,7 +173,7 @@ def _weighted_batches(pool: np.ndarray, w: np.ndarray, batch: int, D: int, seed:
 # --------------------------------------------------------------------------- sums
 
 
-@njit(cache=True, parallel=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _jump_sums_kernel(rhos, gq, ge, u2, w, etas, riemannian, coord_z, ex, shift, S
                       ):  # pragma: no cover
     """``S[r, j, :] +=`` the 16 weighted power sums of ``y = Δ − shift[r, j]`` and ``x = lin −
@@ -181,7 +182,7 @@ def _jump_sums_kernel(rhos, gq, ge, u2, w, etas, riemannian, coord_z, ex, shift,
     ``coord_z``, else ``Δ = Δρ`` with ``lin = ηsḡ_e``; ``ḡ_q = 0`` when ``riemannian``."""
     n_r, n = gq.shape
     n_eta = etas.shape[0]
-    for r in prange(n_r):
+    for r in range(n_r):
         rho = rhos[r]
         s = math.sqrt(max(0.0, 1.0 - rho * rho))
         z0 = math.atanh(min(max(rho, -_LIM), _LIM))
@@ -241,6 +242,29 @@ def _jump_sums_kernel(rhos, gq, ge, u2, w, etas, riemannian, coord_z, ex, shift,
             S[r, j, 13] += t5
             S[r, j, 14] += t6
             S[r, j, 15] += t7
+
+
+def _jump_sums(rhos, gq, ge, u2, w, etas, riemannian, coord_z, ex, shift, S) -> None:
+    """:func:`_jump_sums_kernel` with the nodes split over ``compute_threads()`` threads."""
+    from .effective import _in_threads
+
+    n_r = rhos.shape[0]
+    parts = max(1, min(n_r, 2 * _threads()))
+    cuts = np.linspace(0, n_r, parts + 1).astype(np.int64)
+
+    def one(i: int) -> None:
+        lo, hi = int(cuts[i]), int(cuts[i + 1])
+        if hi > lo:
+            _jump_sums_kernel(rhos[lo:hi], gq[lo:hi], ge[lo:hi], u2[lo:hi], w, etas,
+                              riemannian, coord_z, ex[lo:hi], shift[lo:hi], S[lo:hi])
+
+    _in_threads(one, parts)
+
+
+def _threads() -> int:
+    from ..engines.base import compute_threads
+
+    return compute_threads()
 
 
 @dataclass(frozen=True, eq=False)
@@ -307,72 +331,105 @@ def _converged(j: _Jump, first: np.ndarray, rtol: float) -> np.ndarray:
     return np.all(ok_m & ok_v, axis=1)
 
 
+class _Accumulator:
+    """The streamed power sums of the jumps at ``rhos × etas`` (standardised model and steps;
+    ``dphi = Φ'(rhos)``) of ``Δz`` and/or ``Δρ`` (``coords``: True for ``z``), kept per
+    replicate group, to which rounds of importance-sampled draws are added (module
+    docstring). Round ``r`` draws from the stream ``(seed, 71, r)``, so the sums are a
+    deterministic function of the seed and the sequence of :meth:`add` calls."""
+
+    def __init__(self, model: ModelConfig, rhos: np.ndarray, etas: np.ndarray,
+                 dphi: np.ndarray, batch: int, update: str, seed: int, groups: int,
+                 coords: tuple[bool, ...] = (True,)) -> None:
+        self.std = model.standardized()
+        self.rhos, self.etas = rhos, etas
+        self.batch, self.seed, self.coords = int(batch), int(seed), coords
+        self.riemannian = update == "riemannian"
+        self.K = max(int(groups), 1)
+        s2 = 1.0 - rhos ** 2
+        self.exs = [etas[None, :] * (dphi if cz else s2 * dphi)[:, None] for cz in coords]
+        self.tilt = score_tilt(self.std, batch)
+        self.S = np.zeros((len(coords), self.K, rhos.size, etas.size, _NSTAT))
+        self.shifts: list[np.ndarray] = []
+        self.draws = np.zeros(rhos.size, dtype=np.int64)
+        self.rounds = 0
+
+    @property
+    def min_draws(self) -> int:
+        """The fewest draws a round can add: ``2B`` a replicate group."""
+        return self.K * 2 * self.batch
+
+    def add(self, n_new: int, nodes: np.ndarray) -> None:
+        """Add ``n_new`` draws (rounded up to a multiple of the groups) at the nodes ``nodes``."""
+        K, n_r, n_e = self.K, self.rhos.size, self.etas.size
+        n_new = _round_up(max(int(n_new), self.min_draws), K)
+        nodes = np.asarray(nodes, dtype=np.int64)
+        rh = _c(self.rhos[nodes])
+        rnd = self.rounds
+        for g, chunk_no, d in _grouped_chunks(self.std, n_new, [self.seed, 71, rnd], self.tilt,
+                                              K, 2 * self.batch):
+            pool = d.gradients(rh)
+            w = d.weight if d.weight is not None else np.ones(d.a.shape[0])
+            gq, ge, u2, wb = (_c(x) for x in _weighted_batches(
+                pool, w, self.batch, self.std.d - 2, [self.seed, 73, rnd, chunk_no, g]))
+            for ci, cz in enumerate(self.coords):
+                ex = self.exs[ci]
+                if len(self.shifts) <= ci:
+                    # the reference subtracted from Δ: the first slice's weighted mean at every
+                    # node (keeps the raw power sums well conditioned)
+                    T = np.zeros((nodes.size, n_e, _NSTAT))
+                    _jump_sums(rh, gq, ge, u2, wb, self.etas, self.riemannian, cz,
+                               _c(ex[nodes]), np.zeros((nodes.size, n_e)), T)
+                    sh = np.zeros((n_r, n_e))
+                    sh[nodes] = T[..., 1] / np.maximum(T[..., 0], 1e-300)
+                    self.shifts.append(sh)
+                Sa = np.zeros((nodes.size, n_e, _NSTAT))
+                _jump_sums(rh, gq, ge, u2, wb, self.etas, self.riemannian, cz,
+                           _c(ex[nodes]), _c(self.shifts[ci][nodes]), Sa)
+                self.S[ci, g, nodes] += Sa
+        self.draws[nodes] += n_new
+        self.rounds += 1
+
+    def converged(self, rtol: float) -> np.ndarray:
+        """Per node: within ``rtol`` in every coordinate (:func:`_converged`)."""
+        ok = np.ones(self.rhos.size, dtype=bool)
+        for ci in range(len(self.coords)):
+            ok &= _converged(_finalise(self.S[ci].sum(axis=0), self.shifts[ci]), self.exs[ci],
+                             rtol)
+        return ok
+
+    def refine(self, rtol: float | None, max_samples: int) -> bool:
+        """Double the draws at the nodes not within ``rtol`` until all are or they hold
+        ``max_samples``; returns whether all are (True for ``rtol`` None)."""
+        if rtol is None:
+            return True
+        while True:
+            ok = self.converged(rtol)
+            if np.all(ok):
+                return True
+            active = np.nonzero(~ok & (self.draws < max_samples))[0]
+            if active.size == 0:
+                return False
+            n_new = int(min(self.draws[active].max(), max_samples - self.draws[active].max()))
+            self.add(max(n_new, 1), active)
+
+    def results(self, converged: bool) -> list[_Accumulated]:
+        out = []
+        for ci in range(len(self.coords)):
+            pooled = _finalise(self.S[ci].sum(axis=0), self.shifts[ci])
+            grp = _finalise(self.S[ci], self.shifts[ci][None]) if self.K >= 2 else None
+            out.append(_Accumulated(pooled, grp, self.draws.copy(), converged))
+        return out
+
+
 def _accumulate(model: ModelConfig, rhos: np.ndarray, etas: np.ndarray, dphi: np.ndarray,
                 batch: int, update: str, seed: int, n_samples: int, rtol: float | None,
                 max_samples: int, groups: int, coords: tuple[bool, ...] = (True,)
                 ) -> list[_Accumulated]:
-    """Importance-sampled, streamed, adaptive moments at ``rhos × etas`` (standardised model
-    and steps; ``dphi = Φ'(rhos)``) of ``Δz`` and/or ``Δρ`` (``coords``: True for ``z``), from
-    the same draws: rounds of draws, the total doubling, at the nodes not yet within ``rtol``
-    in every coordinate (module docstring)."""
-    std = model.standardized()
-    D = std.d - 2
-    n_r, n_e = rhos.size, etas.size
-    K = max(int(groups), 1)
-    s2 = 1.0 - rhos ** 2
-    exs = [etas[None, :] * (dphi if cz else s2 * dphi)[:, None] for cz in coords]
-    tilt = score_tilt(std, batch)
-    riemannian = update == "riemannian"
-    S = np.zeros((len(coords), K, n_r, n_e, _NSTAT))
-    shifts: list[np.ndarray] = []
-    draws = np.zeros(n_r, dtype=np.int64)
-    active = np.arange(n_r)
-    total = 0
-    min_slice = 2 * batch
-    target = _round_up(max(n_samples, K * min_slice), K)
-    rnd = 0
-    conv = True
-    while True:
-        for g, chunk_no, d in _grouped_chunks(std, target - total, [seed, 71, rnd], tilt, K,
-                                              min_slice):
-            pool = d.gradients(rhos[active])
-            w = d.weight if d.weight is not None else np.ones(d.a.shape[0])
-            gq, ge, u2, wb = (_c(x) for x in _weighted_batches(
-                pool, w, batch, D, [seed, 73, rnd, chunk_no, g]))
-            for ci, cz in enumerate(coords):
-                ex = exs[ci]
-                if len(shifts) <= ci:
-                    # the reference subtracted from Δ: the first slice's weighted mean (keeps
-                    # the raw power sums well conditioned)
-                    T = np.zeros((n_r, n_e, _NSTAT))
-                    _jump_sums_kernel(rhos, gq, ge, u2, wb, etas, riemannian, cz, ex,
-                                      np.zeros((n_r, n_e)), T)
-                    shifts.append(T[..., 1] / np.maximum(T[..., 0], 1e-300))
-                Sa = np.zeros((active.size, n_e, _NSTAT))
-                _jump_sums_kernel(_c(rhos[active]), gq, ge, u2, wb, etas, riemannian, cz,
-                                  _c(ex[active]), _c(shifts[ci][active]), Sa)
-                S[ci, g, active] += Sa
-        draws[active] = target
-        total = target
-        if rtol is None:
-            break
-        ok = np.ones(n_r, dtype=bool)
-        for ci in range(len(coords)):
-            ok &= _converged(_finalise(S[ci].sum(axis=0), shifts[ci]), exs[ci], rtol)
-        conv = bool(np.all(ok))
-        if conv or total >= max_samples:
-            break
-        active = np.nonzero(~ok)[0]
-        target = min(_round_up(2 * total, K), max(_round_up(max_samples, K), total))
-        if target <= total:
-            break
-        rnd += 1
-    out = []
-    for ci in range(len(coords)):
-        pooled = _finalise(S[ci].sum(axis=0), shifts[ci])
-        grp = _finalise(S[ci], shifts[ci][None]) if K >= 2 else None
-        out.append(_Accumulated(pooled, grp, draws.copy(), conv))
-    return out
+    """:class:`_Accumulator` with ``n_samples`` draws at every node, refined to ``rtol``."""
+    acc = _Accumulator(model, rhos, etas, dphi, batch, update, seed, groups, coords)
+    acc.add(n_samples, np.arange(rhos.size))
+    return acc.results(acc.refine(rtol, max_samples))
 
 
 def _c(x: np.ndarray) -> np.ndarray:
@@ -496,7 +553,8 @@ class MomentTable:
     replicate_a, replicate_b : ``(K, nodes, etas)`` the same from ``K`` disjoint groups of the
         draws (independent replicates; None when ``K < 2``)
     draws : ``(nodes,)`` draws used at each node; ``n_samples`` the most
-    converged : every node met ``rtol`` (True when ``rtol`` is None); rtol : the tolerance
+    converged : every node met ``rtol`` (True when ``rtol`` is None); rtol : the tolerance;
+    max_samples : the most draws a node may get (:func:`extend_table` stays within it)
     """
 
     z_nodes: np.ndarray
@@ -515,6 +573,9 @@ class MomentTable:
     draws: np.ndarray | None = None
     converged: bool = True
     rtol: float | None = None
+    max_samples: int | None = None
+    model: ModelConfig | None = None
+    _acc: Any = field(repr=False, default=None)
 
     def __post_init__(self) -> None:
         if self.etas.size >= 4:
@@ -548,6 +609,20 @@ class MomentTable:
             b = np.array([np.interp(x, le, row) for row in self.b])
             return a, b
         return self._sa(x), self._sb(x)  # type: ignore[attr-defined]
+
+    def stderr_at(self, eta: float, z: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Monte-Carlo standard errors of ``m`` and ``v`` at the standardised step ``eta`` and
+        ``z``: those of the nodes, interpolated linearly in ``log η`` and ``z`` (NaN when the
+        table keeps none)."""
+        z = np.asarray(z, dtype=np.float64)
+        if self.stderr_a is None or self.stderr_b is None:
+            return np.full(z.shape, np.nan), np.full(z.shape, np.nan)
+        le = np.log(self.etas)
+        x = float(np.clip(math.log(eta), le[0], le[-1]))
+        sa = np.array([np.interp(x, le, row) for row in self.stderr_a])
+        sb = np.array([np.interp(x, le, row) for row in self.stderr_b])
+        scale = eta * eta * np.cosh(z) ** 2
+        return (np.interp(z, self.z_nodes, sa) * scale, np.interp(z, self.z_nodes, sb) * scale)
 
     def at(self, eta: float) -> "Local":
         """Interpolants of ``m(·, η)``, ``∂_z m`` and ``v(·, η)`` at the standardised step."""
@@ -595,7 +670,7 @@ def eta_nodes(lo: float, hi: float) -> np.ndarray:
 def moment_table(model: ModelConfig, eta_min: float, eta_max: float, *, batch: int = 1,
                  update: str = "projected", z_max: float | None = None, n_samples: int = 4000,
                  seed: int = 0, rtol: float | None = DEFAULT_RTOL,
-                 max_samples: int | None = None, replicates: int = 4) -> MomentTable:
+                 max_samples: int | None = None, replicates: int = 8) -> MomentTable:
     """The one-step moment table of ``z = artanh ρ`` for steps in ``[eta_min, eta_max]``
     (model units), for reuse by several :func:`~.effective.effective_dynamics` calls (the
     schedule advisor). ``z_max`` defaults to 2 above the plateau of ``eta_min``; ``n_samples``
@@ -619,14 +694,40 @@ def moment_table(model: ModelConfig, eta_min: float, eta_max: float, *, batch: i
 def build_table(model: ModelConfig, z_max: float, etas_std: np.ndarray, batch: int,
                 update: str, n_samples: int, seed: int, rtol: float | None, max_samples: int,
                 replicates: int) -> MomentTable:
-    """The table on ``2⌈z_max/0.2⌉ + 1`` nodes and the standardised steps ``etas_std``."""
+    """The table on ``2⌈z_max/0.2⌉ + 1`` nodes and the standardised steps ``etas_std``:
+    ``n_samples`` draws at every node, then refined to ``rtol`` (:class:`_Accumulator`)."""
     n_nodes = 2 * int(math.ceil(z_max / NODE_DZ)) + 1
     z_nodes = np.linspace(-z_max, z_max, n_nodes)
     rhos = np.tanh(z_nodes)
     dphi_f = _dphi_std(model)
     dphi = np.asarray(dphi_f(rhos), dtype=np.float64)
-    acc, = _accumulate(model, rhos, etas_std, dphi, batch, update, seed, n_samples, rtol,
-                       max_samples, replicates)
+    acc = _Accumulator(model, rhos, etas_std, dphi, batch, update, seed, replicates)
+    acc.add(n_samples, np.arange(n_nodes))
+    conv = acc.refine(rtol, max_samples)
+    return _table(model, z_nodes, etas_std, dphi, dphi_f, acc, conv, rtol, max_samples)
+
+
+def extend_table(table: MomentTable, factor: float) -> MomentTable:
+    """``table`` with its draws multiplied by ``factor`` at every node (the same stream
+    continued), within its ``max_samples``; the table itself if it keeps no accumulator or
+    is at the bound."""
+    if table._acc is None or table.max_samples is None:
+        return table
+    acc: _Accumulator = copy.deepcopy(table._acc)
+    room = int(table.max_samples - acc.draws.max())
+    n_new = int(min(math.ceil((factor - 1.0) * acc.draws.max()), room))
+    if n_new < acc.min_draws:
+        return table
+    acc.add(n_new, np.arange(acc.rhos.size))
+    conv = acc.refine(table.rtol, table.max_samples)
+    return _table(table.model, table.z_nodes, table.etas, table.dphi_nodes, table._dphi, acc,
+                  conv, table.rtol, table.max_samples)
+
+
+def _table(model: ModelConfig, z_nodes: np.ndarray, etas_std: np.ndarray, dphi: np.ndarray,
+           dphi_f: Any, accumulator: _Accumulator, conv: bool, rtol: float | None,
+           max_samples: int | None) -> MomentTable:
+    acc, = accumulator.results(conv)
     s2 = (1.0 / np.cosh(z_nodes) ** 2)[:, None]
     e = etas_std[None, :]
     first = e * dphi[:, None]
@@ -652,4 +753,5 @@ def build_table(model: ModelConfig, z_max: float, etas_std: np.ndarray, batch: i
     return MomentTable(z_nodes, etas_std, a, b, dphi, int(acc.draws.max()), dphi_f,
                        stderr_a=se_a, stderr_b=se_b, skewness=skew, excess_kurtosis=kurt,
                        replicate_a=ra, replicate_b=rb, draws=acc.draws,
-                       converged=acc.converged, rtol=rtol)
+                       converged=acc.converged, rtol=rtol, max_samples=max_samples,
+                       model=model, _acc=accumulator)

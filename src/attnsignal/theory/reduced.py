@@ -487,7 +487,7 @@ def _pool_kernel(rhos, a, b, zeta, chi, chi_p, eps, theta, beta, R, out, pos):  
             out[r, pos + i, 2] = 4.0 * beta * beta * (lin * lin + nvp2 * chi_p[i])
 
 
-@njit(cache=True, parallel=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def _tilt_kernel(a, R, mu0, K, p_i, out):  # pragma: no cover
     """``out[i] = T(a_i)`` of :class:`ScoreTilt` for the shifts ``μ_k = mu0 + k``
     (``k < K``): ``e^{μ_k x − μ_k²/2} = e^{μ₀x − μ₀²/2} · Π_{l<k} e^{x − μ₀ − l − 1/2}``, so two
@@ -497,7 +497,7 @@ def _tilt_kernel(a, R, mu0, K, p_i, out):  # pragma: no cover
     p_n = 1.0 - p_i if N > 0 else 0.0
     c_i = p_i / R
     c_n = p_n / N if N > 0 else 0.0
-    for i in prange(n):
+    for i in range(n):
         tot = 0.0
         for j in range(L):
             x = a[i, j]

@@ -1,0 +1,112 @@
+"""Cost of the effective dynamics against the chain runs it predicts, as ratios measured in one run.
+
+Two configurations (issue 27, item 5):
+
+* **E1's size** — d = 100 and 1000, R = 500, N = 10 000, θ = 0.25, η_k = 0.03 (1 + k/1000)^−1,
+  30 runs × 80 000 steps: target effective dynamics ≤ 5 % of the chain's time. The chain is
+  timed on ``--e1-runs`` × ``--e1-steps`` (its cost is linear in runs × steps; a long run on a
+  shared machine measures the load more than the engine) and scaled to 30 × 80 000;
+* **small L** — d = 250, R = 30, N = 400 (L = 430), θ = 0.8, η_k = 0.05 (1 + k/300)^−0.75,
+  8 000 steps from a uniform start: target effective dynamics ≤ the time of 16 chain runs of
+  the same length (timed directly, as are 128).
+
+The effective dynamics runs with its defaults (importance-sampled moments to ``rtol`` 0.03,
+8 replicate tables, tolerance 0.01 in mean |ρ|) after one warm-up call (compiled kernels cached),
+and its own split is printed: moments (draws, grid extent), evolution (pooled and replicate
+tables, and any extra draws the tolerance asked for). ``--cold`` first times one call in a
+subprocess with an empty Numba cache (the compile cost a fresh clone pays once).
+
+    PYTHONPATH=src python benchmarks/effective_cost.py [--cold] [--skip-e1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import attnsignal as asg
+from attnsignal.theory.effective import effective_dynamics
+
+E1 = asg.ModelConfig(d=100, n_informative=500, n_nuisance=10_000, theta=0.25)
+E1_STEP = asg.StepSize(eta0=0.03, k0=1000.0, power=1.0)
+SMALL = asg.ModelConfig(d=250, n_informative=30, n_nuisance=400, theta=0.8)
+SMALL_STEP = asg.StepSize(eta0=0.05, k0=300.0, power=0.75)
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _chain(model, step, steps: int, runs: int, every: int) -> float:
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        asg.simulate(model, step, steps=steps, runs=runs, engine="chain", record_every=every,
+                     seed=7)
+    return time.perf_counter() - t0
+
+
+def _effective(model, step, steps: int, every: int):
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ed = effective_dynamics(model, step, steps=steps, record_every=every)
+    return time.perf_counter() - t0, ed
+
+
+def _describe(ed) -> str:
+    t = ed.timings
+    d = ed.diagnostic
+    return (f"moments {t['moments_s']:.1f} s ({int(t['draws']):,} draws a node), evolution "
+            f"{t['evolve_s']:.1f} s ({int(t['blocks'])} blocks); verdict {d.verdict}, "
+            f"SE of mean |ρ| ≤ {d.stderr:.2g}")
+
+
+def cold() -> None:
+    code = ("import time, warnings; t0 = time.perf_counter(); import attnsignal as asg; "
+            "from attnsignal.theory.effective import effective_dynamics; "
+            "warnings.simplefilter('ignore'); "
+            "m = asg.ModelConfig(d=250, n_informative=30, n_nuisance=400, theta=0.8); "
+            "effective_dynamics(m, asg.StepSize(0.05, k0=300.0, power=0.75), steps=200, "
+            "n_samples=400); print(time.perf_counter() - t0)")
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {**os.environ, "NUMBA_CACHE_DIR": tmp, "PYTHONPATH": str(ROOT / "src")}
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                             text=True, check=True)
+    print(f"cold (empty Numba cache, import + compile + a 200-step call): "
+          f"{float(out.stdout.strip()):.1f} s")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cold", action="store_true")
+    ap.add_argument("--skip-e1", action="store_true")
+    ap.add_argument("--e1-runs", type=int, default=2)
+    ap.add_argument("--e1-steps", type=int, default=20_000)
+    args = ap.parse_args()
+    if args.cold:
+        cold()
+    _effective(SMALL, SMALL_STEP, 200, 50)  # warm the kernels
+    t_ed, ed = _effective(SMALL, SMALL_STEP, 8000, 100)
+    t16 = _chain(SMALL, SMALL_STEP, 8000, 16, 100)
+    t128 = _chain(SMALL, SMALL_STEP, 8000, 128, 100)
+    print(f"small L (d=250, L=430, 8 000 steps): effective dynamics {t_ed:.2f} s "
+          f"[{_describe(ed)}]; chain 16 runs {t16:.2f} s, 128 runs {t128:.2f} s; "
+          f"effective / 16 runs = {t_ed / t16:.2f} (target <= 1)")
+    if args.skip_e1:
+        return
+    for d in (100, 1000):
+        model = E1.replace(d=d)
+        t_ed, ed = _effective(model, E1_STEP, 80_000, 400)
+        tc = _chain(model, E1_STEP, args.e1_steps, args.e1_runs, 400)
+        full = tc * (30 * 80_000) / (args.e1_runs * args.e1_steps)
+        print(f"E1 d={d}: effective dynamics {t_ed:.1f} s [{_describe(ed)}]; chain "
+              f"{args.e1_runs} x {args.e1_steps:,} steps {tc:.1f} s -> 30 x 80 000 ≈ {full:.0f} s; "
+              f"effective / chain = {100 * t_ed / full:.2f} % (target <= 5 %)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,161 @@
+"""The effective dynamics' one-step moments against the chain engine, at random configurations.
+
+For each configuration (the accuracy map's box and draw, :mod:`attnsignal.validate.box`; seed
+recorded) and each of 3 alignments × 2 steps, one update of the chain engine from the point mass
+(:func:`attnsignal.one_step.chain_one_step`, at least 200 000 runs, more where the jump's
+kurtosis needs them for a 1.2 % standard error of the variance, within a token budget) against
+the moment table the effective dynamics would use (:func:`attnsignal.theory.moments.moment_table`,
+interpolated as :meth:`EffectiveDynamics.drift` / ``diffusion`` do). Checks: the drift within 4
+combined standard errors, the variance within 5 % of the chain's. Prints the table (markdown)
+and the power of each comparison, and writes ``--json``.
+
+    PYTHONPATH=src python benchmarks/one_step_accuracy.py                 # 12 + 3 configurations
+    PYTHONPATH=src python benchmarks/one_step_accuracy.py --configs 2 --heavy 0 --runs 200000
+
+The points: ``ρ ∈ {0.15, 0.5, 0.9}`` (on the side the field points to at 0.5) and
+``η ∈ {0.05, 0.5} × η_max``, ``η_max`` the largest constant step whose plateau stays above
+``|ρ| = 0.5`` (:func:`~attnsignal.theory.finite_step.largest_plateau_step`, the map's cap). The
+``--heavy`` extra configurations are the first of the same draw beyond ``--configs`` with
+``β ≥ 1`` and ``L ≥ 1000`` (the heavy-tailed corner), and ``--issue`` adds the configuration
+where the plain estimator was found off (d = 420, R = 60, N = 1 500, θ = 0.7, β = 1.1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+import warnings
+
+import numpy as np
+
+from attnsignal.config import ModelConfig
+from attnsignal.one_step import chain_one_step, jump_moments
+from attnsignal.theory.finite_step import largest_plateau_step
+from attnsignal.theory.landscape import landscape
+from attnsignal.theory.moments import moment_table
+from attnsignal.validate.box import draw_config
+
+RHOS = (0.15, 0.5, 0.9)
+ETA_FRACTIONS = (0.05, 0.5)
+SE_VAR_TARGET = 0.012      # the chain's relative SE of the variance we size the runs for
+TOKEN_BUDGET = 6e9         # runs × L × B at most per point
+
+
+def points(model: ModelConfig, batch: int, update: str) -> tuple[int, float]:
+    """The side the field points to at ``|ρ| = 0.5`` and the step cap ``η_max`` there."""
+    f = float(landscape(model, 0.5).field)
+    side = 1 if f > 0 or model.signal_sign == "random" else -1
+    cap = largest_plateau_step(model, 0.5, batch, update, side=side, n_samples=20_000)
+    if not (math.isfinite(cap) and cap > 0):
+        cap = largest_plateau_step(model, 0.5, batch, update, side=-side, n_samples=20_000)
+        side = -side
+    return side, float(cap)
+
+
+def check(name: str, model: ModelConfig, batch: int, update: str, seed: int, runs_min: int,
+          rtol: float) -> list[dict]:
+    side, cap = points(model, batch, update)
+    if not (math.isfinite(cap) and cap > 0):
+        print(f"{name}: no step cap (η_max = {cap}); skipped")
+        return []
+    etas = [f * cap for f in ETA_FRACTIONS]
+    t0 = time.perf_counter()
+    table = moment_table(model, 0.6 * etas[0], 1.6 * etas[1], batch=batch, update=update,
+                         z_max=2.2, n_samples=4000, rtol=rtol, max_samples=1 << 19, seed=seed)
+    t_table = time.perf_counter() - t0
+    rows = []
+    s2 = model.noise_std ** 2
+    for i_pt, (rho, eta) in enumerate([(x, y) for x in RHOS for y in etas]):
+        r = side * rho
+        z = math.atanh(r)
+        loc = table.at(eta * s2)
+        m, _, v = (float(x[0]) for x in loc(np.array([z])))
+        first = float(eta * s2 * loc.fp(z))  # the first-order drift ηΦ'(ρ) of z
+        se_m, se_v = (float(x[0]) for x in table.stderr_at(eta * s2, np.array([z])))
+        # size the chain: a pilot of 20 000 runs estimates the kurtosis
+        pilot = jump_moments(chain_one_step(model, r, eta, runs=20_000, batch=batch,
+                                            update=update, seed=seed + 1 + 10 * i_pt), r)
+        want = (max(pilot.kurtosis, 3.0) - 1.0) / SE_VAR_TARGET ** 2
+        cap_runs = int(TOKEN_BUDGET / (model.n_tokens * batch))
+        runs = int(min(max(runs_min, want), max(cap_runs, runs_min), 8_000_000))
+        t1 = time.perf_counter()
+        jm = jump_moments(chain_one_step(model, r, eta, runs=runs, batch=batch,
+                                         update=update, seed=seed + 2 + 10 * i_pt), r)
+        t_chain = time.perf_counter() - t1
+        se_d = math.hypot(jm.stderr_mean, se_m)
+        zsc = (m - jm.mean) / se_d
+        z1 = (first - jm.mean) / jm.stderr_mean  # power: the first-order drift's distance
+        ratio = v / jm.var
+        se_ratio = math.hypot(jm.stderr_var / jm.var, se_v / v)
+        row = dict(config=name, d=model.d, L=model.n_tokens, theta=model.theta,
+                   beta=model.beta, sign=model.signal_sign, batch=batch, update=update,
+                   rho=r, eta=eta, eta_max=cap, runs=runs, chain_mean=jm.mean,
+                   chain_se=jm.stderr_mean, pred_mean=m, pred_se=se_m, z=zsc, first_order=first, z_first=z1,
+                   chain_var=jm.var, chain_var_se=jm.stderr_var, pred_var=v,
+                   pred_var_se=se_v, var_ratio=ratio, ratio_se=se_ratio,
+                   kurtosis=jm.kurtosis, draws=int(table.n_samples),
+                   converged=bool(table.converged), table_s=t_table, chain_s=t_chain,
+                   drift_ok=abs(zsc) <= 4.0, var_ok=abs(ratio - 1.0) <= 0.05)
+        rows.append(row)
+        print(f"| {name} | {r:+.2f} | {eta:.3g} | {runs:,} | {jm.mean:+.4e} ± {jm.stderr_mean:.1e}"
+              f" | {m:+.4e} ± {se_m:.1e} | {zsc:+.1f} | {z1:+.1f} | {ratio:.3f} ± {se_ratio:.3f} | "
+              f"{jm.kurtosis:.0f} | {'ok' if row['drift_ok'] and row['var_ok'] else 'MISS'} |",
+              flush=True)
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seed", type=int, default=2727)
+    ap.add_argument("--configs", type=int, default=12)
+    ap.add_argument("--heavy", type=int, default=3)
+    ap.add_argument("--issue", action="store_true")
+    ap.add_argument("--runs", type=int, default=200_000)
+    ap.add_argument("--rtol", type=float, default=0.01)
+    ap.add_argument("--json", default=None)
+    args = ap.parse_args()
+    warnings.simplefilter("ignore")
+    cfgs = [draw_config(i, args.seed) for i in range(args.configs)]
+    i = args.configs
+    extra = []
+    while len(extra) < args.heavy and i < args.configs + 500:
+        c = draw_config(i, args.seed)
+        if c.beta >= 1.0 and c.n_tokens >= 1000:
+            extra.append(c)
+        i += 1
+    print(f"seed {args.seed}: configurations {args.configs} of the map's draw + {len(extra)} "
+          f"(β ≥ 1, L ≥ 1000); table rtol {args.rtol}; chain runs ≥ {args.runs:,}\n")
+    print("| configuration | ρ | η | chain runs | chain E[Δz] | table E[Δz] | z | z of ηΦ' | "
+          "var ratio (table/chain) | kurtosis | |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    rows = []
+    t0 = time.perf_counter()
+    for c in cfgs + extra:
+        rows += check(c.label(), c.model, c.batch, c.update, 1000 + c.index, args.runs,
+                      args.rtol)
+    if args.issue:
+        m = ModelConfig(d=420, n_informative=60, n_nuisance=1500, theta=0.7, beta=1.1)
+        rows += check("issue (d=420, L=1560, θ=0.7, β=1.1)", m, 1, "projected", 79, args.runs,
+                      args.rtol)
+    n = len(rows)
+    nd = sum(r["drift_ok"] for r in rows)
+    nv = sum(r["var_ok"] for r in rows)
+    worst_se = max((r["ratio_se"] for r in rows), default=math.nan)
+    print(f"\n{n} points: drift within 4 SE at {nd}, variance within 5 % at {nv}; "
+          f"{time.perf_counter() - t0:.0f} s")
+    # power of the variance check: P(|N(δ, s)| > 5 %) for a true error δ, at each point's s
+    for delta in (0.0, 0.10):
+        p = [0.5 * math.erfc((0.05 - delta) / (r["ratio_se"] * math.sqrt(2)))
+             + 0.5 * math.erfc((0.05 + delta) / (r["ratio_se"] * math.sqrt(2))) for r in rows]
+        print(f"variance check: P(outside 5 %) for a true error of {delta:.0%}: mean "
+              f"{np.mean(p):.3f}, min {np.min(p):.3f}, max {np.max(p):.3f} "
+              f"(largest combined SE of the ratio {worst_se:.3f})")
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(rows, fh, indent=1)
+
+
+if __name__ == "__main__":
+    main()
