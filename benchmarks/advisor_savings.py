@@ -39,8 +39,9 @@ run compares two versions:
 
 ``--map-check`` checks the advice where the map draws its configurations (``attnsignal
 validate``'s box, seed 27): at the first ``--map-configs`` (3) configurations with ``β ≥ 1`` whose
-field passes ``|ρ| = 0.9`` and whose chain check (``--map-runs`` runs of ``1.1 ×`` the advised
-samples) costs at most ``--map-budget`` token-samples (``runs × steps × B × (L + 32)``, the
+field passes ``|ρ| = 0.9`` and whose chain check (``--map-runs`` runs of ``1.5 ×`` the advised
+samples, so that a first reach outside the window is measured too) costs at most
+``--map-budget`` token-samples (``runs × steps × B × (L + 32)``, the
 chain engine's work), the advised schedule for mean ``|ρ| = 0.9`` is simulated and must first
 reach it within ``0.85–1.1 ×`` the predicted samples:
 
@@ -238,22 +239,23 @@ def map_check(n_configs: int, runs: int, budget: float, seed: int, target: float
         kap = second_order_coefficient(model, rs, cfg.batch, cfg.update, n_samples=1000,
                                        seed=seed).value
         k_low = float(np.trapezoid(4.0 * np.maximum(kap, 0.0) / fld ** 2, rs)) * cfg.batch
-        if runs * 1.1 * k_low * (cfg.n_tokens + 32) > budget:
+        if runs * 1.5 * k_low * (cfg.n_tokens + 32) > budget:
             print(f"{cfg.label()}: skipped (its check would cost more than "
-                  f"{runs * 1.1 * k_low * (cfg.n_tokens + 32):.2g} > {budget:.2g} "
+                  f"{runs * 1.5 * k_low * (cfg.n_tokens + 32):.2g} > {budget:.2g} "
                   f"token-samples: at least {k_low:,.0f} samples to {target})")
             continue
         t0 = time.perf_counter()
         adv = advise_schedule(model, target, batch=cfg.batch, update=cfg.update)
         t_adv = time.perf_counter() - t0
-        n = int(math.ceil(1.1 * adv.samples / cfg.batch))
+        # runs to 1.5× the prediction, so a first reach beyond the window is measured too
+        n = int(math.ceil(1.5 * adv.samples / cfg.batch))
         work = runs * n * cfg.batch * (cfg.n_tokens + 32)
         if work > budget:
             print(f"{cfg.label()}: skipped (its check costs {work:.2g} token-samples > "
                   f"{budget:.2g}; advice {adv.samples:,} samples)")
             continue
-        lo = int(round(0.85 * adv.samples / cfg.batch))
-        dense = np.unique(np.round(np.linspace(lo, n, 80)).astype(np.int64))
+        lo = int(round(0.7 * adv.samples / cfg.batch))
+        dense = np.unique(np.round(np.linspace(lo, n, 120)).astype(np.int64))
         rec = sorted(set(log_records(n, 100)) | {int(x) for x in dense})
         t0 = time.perf_counter()
         with warnings.catch_warnings():
