@@ -16,7 +16,7 @@ import pandas as pd
 import typer
 
 from ..validation import ConfigError, Integer, Optional as Opt, Real, parse_text
-from . import app
+from ._app import app
 from rich.markup import escape
 
 from ._common import (FIELD_TABLE, MODEL_FIELDS, build_configs, config_options, console, out,
