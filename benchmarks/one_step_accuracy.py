@@ -9,8 +9,14 @@ interpolated as :meth:`EffectiveDynamics.drift` / ``diffusion`` do). Checks: the
 combined standard errors, the variance within 5 % of the chain's. Prints the table (markdown)
 and the power of each comparison, and writes ``--json``.
 
-    PYTHONPATH=src python benchmarks/one_step_accuracy.py                 # 12 + 3 configurations
+    PYTHONPATH=src python benchmarks/one_step_accuracy.py --docs          # 12 + 3 configurations
     PYTHONPATH=src python benchmarks/one_step_accuracy.py --configs 2 --heavy 0 --runs 200000
+    PYTHONPATH=src python benchmarks/one_step_accuracy.py --docs --from-json rows.json
+
+``--docs`` writes the table and its summary between the markers ``one-step:begin`` /
+``one-step:end`` of ``docs/effective-dynamics.md``; ``--from-json`` renders a recorded run
+without running it. ``--json`` is rewritten after every configuration (a stopped run keeps
+what it measured).
 
 The points: ``ρ ∈ {0.15, 0.5, 0.9}`` (on the side the field points to at 0.5) and
 ``η ∈ {0.05, 0.5} × η_max``, ``η_max`` the largest constant step whose plateau stays above
@@ -28,9 +34,13 @@ import math
 import time
 import warnings
 
+from pathlib import Path
+
 import numpy as np
 
 from attnsignal.config import ModelConfig
+from attnsignal.persistence import atomic_write
+from attnsignal.seeds import stream
 from attnsignal.one_step import chain_one_step, jump_moments
 from attnsignal.theory.finite_step import largest_plateau_step
 from attnsignal.theory.landscape import landscape
@@ -41,6 +51,14 @@ RHOS = (0.15, 0.5, 0.9)
 ETA_FRACTIONS = (0.05, 0.5)
 SE_VAR_TARGET = 0.012      # the chain's relative SE of the variance we size the runs for
 TOKEN_BUDGET = 6e9         # runs × L × B at most per point
+PAGE = Path(__file__).resolve().parents[1] / "docs" / "effective-dynamics.md"
+BEGIN = "<!-- one-step:begin -->"
+END = "<!-- one-step:end -->"
+
+
+def _seed(seed: int, *parts: str | int) -> int:
+    """An integer seed for the chain runs: the named stream ``(seed, *parts)``'s first word."""
+    return int(stream(seed, *parts).generate_state(1, np.uint32)[0])
 
 
 def points(model: ModelConfig, batch: int, update: str) -> tuple[int, float]:
@@ -76,13 +94,13 @@ def check(name: str, model: ModelConfig, batch: int, update: str, seed: int, run
         se_m, se_v = (float(x[0]) for x in table.stderr_at(eta * s2, np.array([z])))
         # size the chain: a pilot of 20 000 runs estimates the kurtosis
         pilot = jump_moments(chain_one_step(model, r, eta, runs=20_000, batch=batch,
-                                            update=update, seed=seed + 1 + 10 * i_pt), r)
+                                            update=update, seed=_seed(seed, "pilot", i_pt)), r)
         want = (max(pilot.kurtosis, 3.0) - 1.0) / SE_VAR_TARGET ** 2
         cap_runs = int(TOKEN_BUDGET / (model.n_tokens * batch))
         runs = int(min(max(runs_min, want), max(cap_runs, runs_min), 8_000_000))
         t1 = time.perf_counter()
         jm = jump_moments(chain_one_step(model, r, eta, runs=runs, batch=batch,
-                                         update=update, seed=seed + 2 + 10 * i_pt), r)
+                                         update=update, seed=_seed(seed, "chain", i_pt)), r)
         t_chain = time.perf_counter() - t1
         se_d = math.hypot(jm.stderr_mean, se_m)
         zsc = (m - jm.mean) / se_d
@@ -115,8 +133,17 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=200_000)
     ap.add_argument("--rtol", type=float, default=0.01)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--docs", action="store_true", help=f"write the table into {PAGE.name}")
+    ap.add_argument("--from-json", default=None, help="render a recorded run (no measuring)")
     args = ap.parse_args()
     warnings.simplefilter("ignore")
+    if args.from_json:
+        with open(args.from_json) as fh:
+            rec = json.load(fh)
+        print(summary(rec["rows"]))
+        if args.docs:
+            write_docs(rec)
+        return
     cfgs = [draw_config(i, args.seed) for i in range(args.configs)]
     i = args.configs
     extra = []
@@ -132,13 +159,27 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     rows = []
     t0 = time.perf_counter()
+    rec = dict(seed=args.seed, configs=args.configs, heavy=len(extra), runs_min=args.runs,
+               rtol=args.rtol, rows=rows, seconds=0.0)
+
+    def save() -> None:
+        rec["seconds"] = time.perf_counter() - t0
+        if args.json:
+            atomic_write(args.json, lambda p: Path(p).write_text(json.dumps(rec, indent=1)))
+
     for c in cfgs + extra:
-        rows += check(c.label(), c.model, c.batch, c.update, 1000 + c.index, args.runs,
-                      args.rtol)
+        rows += check(c.label(), c.model, c.batch, c.update, int(_seed(args.seed, c.index)),
+                      args.runs, args.rtol)
+        save()
     if args.issue:
         m = ModelConfig(d=420, n_informative=60, n_nuisance=1500, theta=0.7, beta=1.1)
         rows += check("issue (d=420, L=1560, θ=0.7, β=1.1)", m, 1, "projected", 79, args.runs,
                       args.rtol)
+    save()
+    print()
+    print(summary(rows))
+    if args.docs:
+        write_docs(rec)
     n = len(rows)
     nd = sum(r["drift_ok"] for r in rows)
     nv = sum(r["var_ok"] for r in rows)
@@ -152,9 +193,66 @@ def main() -> None:
         print(f"variance check: P(outside 5 %) for a true error of {delta:.0%}: mean "
               f"{np.mean(p):.3f}, min {np.min(p):.3f}, max {np.max(p):.3f} "
               f"(largest combined SE of the ratio {worst_se:.3f})")
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(rows, fh, indent=1)
+
+
+def summary(rows: list[dict]) -> str:
+    """One paragraph: the pass fractions (points and configurations) and the misses."""
+    n = len(rows)
+    if not n:
+        return "no points measured"
+    nd = sum(r["drift_ok"] for r in rows)
+    nv = sum(r["var_ok"] for r in rows)
+    nb = sum(r["drift_ok"] and r["var_ok"] for r in rows)
+    cfg = sorted({r["config"] for r in rows}, key=[r["config"] for r in rows].index)
+    good = [c for c in cfg if all(r["drift_ok"] and r["var_ok"] for r in rows
+                                  if r["config"] == c)]
+    heavy = [r for r in rows if r["beta"] >= 1.0 and r["L"] >= 1000]
+    out = (f"{n} points at {len(cfg)} configurations: drift within 4 SE at {nd} "
+           f"({nd / n:.0%}), variance within 5 % at {nv} ({nv / n:.0%}), both at {nb} "
+           f"({nb / n:.0%}); every point of {len(good)} of {len(cfg)} configurations passes.")
+    if heavy:
+        nh = sum(r["drift_ok"] and r["var_ok"] for r in heavy)
+        out += f" With β ≥ 1 and L ≥ 1000: {nh} of {len(heavy)} points pass."
+    ratios = np.array([r["var_ratio"] for r in rows])
+    zs = np.array([r["z"] for r in rows])
+    out += (f" Variance ratio (table/chain): median {np.median(ratios):.3f}, range "
+            f"{ratios.min():.3f}–{ratios.max():.3f}; drift z: RMS {np.sqrt(np.mean(zs ** 2)):.2f}.")
+    return out
+
+
+def _label(r: dict) -> str:
+    return (f"d={r['d']}, L={r['L']}, θ={r['theta']:.2f}, β={r['beta']:.2f}, {r['sign']}, "
+            f"B={r['batch']}, {r['update']}")
+
+
+def write_docs(rec: dict) -> None:
+    """The table and summary between the page's markers."""
+    rows = rec["rows"]
+    lines = [BEGIN, "",
+             f"Seed {rec['seed']}, {rec['configs']} configurations of the map's draw and "
+             f"{rec['heavy']} more with $\beta \ge 1$, $L \ge 1000$; moment table "
+             f"`rtol = {rec['rtol']:g}`; at least {rec['runs_min']:,} chain runs a point "
+             f"({rec['seconds'] / 60:.0f} min on 2 shared cores). Drift: table minus chain over "
+             "their combined standard error ($z$); $z$ of $\eta\Phi'$: the same for the "
+             "first-order drift (the check's power to see a finite-step error). Variance: "
+             "table over chain, with the combined standard error of the ratio.", "",
+             "| configuration | $\rho$ | $\eta$ | chain runs | draws | drift $z$ | "
+             "$z$ of $\eta\Phi'$ | variance ratio | kurtosis | |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        ok = "ok" if r["drift_ok"] and r["var_ok"] else "**miss**"
+        lines.append(f"| {r['config'].split(' ')[0]} ({_label(r)}) | {r['rho']:+.2f} | "
+                     f"{r['eta']:.3g} | {r['runs']:,} | {r['draws']:,} | {r['z']:+.1f} | "
+                     f"{r['z_first']:+.1f} | {r['var_ratio']:.3f} ± {r['ratio_se']:.3f} | "
+                     f"{r['kurtosis']:.0f} | {ok} |")
+    lines += ["", summary(rows), "", END]
+    text = PAGE.read_text(encoding="utf-8")
+    i, j = text.find(BEGIN), text.find(END)
+    if not (i >= 0 and j > i):
+        raise SystemExit(f"{PAGE}: markers {BEGIN} / {END} not found")
+    text = text[:i] + "\n".join(lines) + text[j + len(END):]
+    atomic_write(PAGE, lambda p: Path(p).write_text(text, encoding="utf-8"))
+    print(f"wrote {PAGE}")
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ import pytest
 from attnsignal.config import ConfigError, ModelConfig
 from attnsignal.one_step import chain_one_step, jump_moments
 from attnsignal.theory.moments import moment_table, one_step_moments
-from attnsignal.theory.reduced import reduced_chunks, score_tilt
+from attnsignal.theory.reduced import ScoreTilt, reduced_chunks, score_tilt
 
 #: a heavy-tailed jump at a small L: one score above the rest carries the variance
 HEAVY = ModelConfig(d=400, n_informative=10, n_nuisance=300, theta=0.7, beta=1.3)
@@ -20,24 +20,35 @@ HEAVY = ModelConfig(d=400, n_informative=10, n_nuisance=300, theta=0.7, beta=1.3
 
 def test_tilt_weights_are_the_likelihood_ratio_of_the_mixture():
     """The compiled ``T(a)`` equals its definition draw by draw, ``E_φ[T] = 1`` (so the
-    weights of the mixture's draws have mean 1 under it), and the weights stay below
-    ``1/λ₀``."""
+    weights of the mixture's draws have mean 1 under it), the tilted token's score has the law
+    ``N(μ, 1)`` beyond the floor, and the weights stay below ``1/λ₀``."""
+    from scipy import stats
+    from scipy.special import ndtr
+
     m = ModelConfig(d=50, n_informative=6, n_nuisance=30, theta=0.7, beta=1.1)
     tilt = score_tilt(m)
     rng = np.random.default_rng(3)
     a = rng.standard_normal((40_000, m.n_tokens))
+    a[::7, 3] = tilt.draw(rng, a[::7].shape[0])  # some scores in the tails
     w = tilt.weights(a, 6)
     lam0 = 1.0 - tilt.share
     T = (1.0 / w - lam0) / tilt.share
     ref = np.zeros(40)
     for mu in tilt.shifts:
-        e = np.exp(mu * a[:40] - 0.5 * mu * mu)
+        e = np.where(a[:40] > tilt.floor, np.exp(mu * a[:40] - 0.5 * mu * mu), 0.0)
+        e /= ndtr(mu - tilt.floor)
         ref += (0.5 * e[:, :6].mean(1) + 0.5 * e[:, 6:].mean(1)) / tilt.shifts.size
     np.testing.assert_allclose(T[:40], ref, rtol=1e-12)
-    assert abs(T.mean() - 1.0) < 4 * T.std() / math.sqrt(T.size)
+    T_phi = (1.0 / tilt.weights(rng.standard_normal((200_000, m.n_tokens)), 6) - lam0) / tilt.share
+    assert abs(T_phi.mean() - 1.0) < 4 * T_phi.std() / math.sqrt(T_phi.size)
     ws = np.concatenate([d.weight for d in reduced_chunks(m, 40_000, 5, tilt=tilt)])
     assert abs(ws.mean() - 1.0) < 4 * ws.std() / math.sqrt(ws.size)
     assert ws.max() <= 1.0 / lam0 + 1e-12
+    one = ScoreTilt(tilt.share, tilt.shifts[2:3], tilt.floor, tilt.informative_share)
+    x = one.draw(np.random.default_rng(1), 20_000)
+    mu, c = float(tilt.shifts[2]), tilt.floor
+    cdf = lambda v: (ndtr(v - mu) - ndtr(c - mu)) / ndtr(mu - c)  # noqa: E731
+    assert x.min() > c and stats.kstest(x, cdf).pvalue > 0.01
 
 
 def test_minibatch_tilt_keeps_the_batch_weight_bounded():

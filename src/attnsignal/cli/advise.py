@@ -15,10 +15,10 @@ import numpy as np
 import pandas as pd
 import typer
 
-from ..validation import ConfigError, Integer, Optional as Opt, Real, parse_text
-from ._app import app
 from rich.markup import escape
 
+from ..validation import ConfigError, Integer, Optional as Opt, Real, parse_text
+from ._app import app
 from ._common import (FIELD_TABLE, MODEL_FIELDS, build_configs, config_options, console, out,
                       progress_bar)
 

@@ -76,7 +76,7 @@ def effective_cost(model: ModelConfig, n_samples: int) -> float:
     (:func:`~attnsignal.reproduce.scheduler.task_cost`: one chain sample of ``L`` tokens costs
     ``L + CHAIN_UPDATE_OVERHEAD``): per reduced draw about ``4L`` (its ``3L`` normals, the
     weights and the nuisance tokens' moments, once) and, at each moment node, the informative
-    tokens twice plus a fixed cost (``theory.effective._pool_kernel``). At E1's size that is
+    tokens twice plus a fixed cost (``theory.reduced._pool_draw``). At E1's size that is
     about 10 000 chain samples per 1 000 draws, as measured. Only orders it among the pool's
     tasks."""
     per_node = 2 * model.n_informative + CHAIN_UPDATE_OVERHEAD

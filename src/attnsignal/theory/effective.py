@@ -87,8 +87,10 @@ from scipy.interpolate import CubicSpline
 from scipy.stats import t as student_t
 
 from ..config import ConfigError, ModelConfig
+from ..seeds import stream
 from ..validation import Boolean, Integer, Optional, Real, validated
 from ._checks import BATCH, MODEL, RHO0, SEED, STEP, UPDATE
+from .reduced import _in_threads
 from .moments import (DEFAULT_RTOL, NODE_DZ, Z_CAP, MomentTable, OneStepMoments, _dphi_std,
                       _gradient_pool, _max_samples, build_table, check_pool_memory, eta_nodes,
                       extend_table,
@@ -659,23 +661,6 @@ def _evolve(p0: np.ndarray, z: np.ndarray, h: float, eta_std: np.ndarray, ks_rec
     return law, summ, rec_stats, stats
 
 
-def _in_threads(fn: Any, n: int) -> None:
-    """``fn(0), …, fn(n − 1)`` on up to ``compute_threads()`` threads (the compiled kernels
-    release the GIL); exceptions propagate."""
-    from ..engines.base import compute_threads
-
-    workers = max(1, min(n, compute_threads()))
-    if workers == 1:
-        for i in range(n):
-            fn(i)
-        return
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        for f in [pool.submit(fn, i) for i in range(n)]:
-            f.result()
-
-
 @dataclass(frozen=True, eq=False)
 class _Evolved:
     law: np.ndarray
@@ -907,8 +892,8 @@ def z_max(model: ModelConfig, eta_min_std: float, batch: int, z_start: float | N
     importance-sampled draws), in [3, 9]."""
     std = model.standardized()
     dphi = _dphi_std(model)
-    pool, w = _gradient_pool(std, np.array([1.0 - 1e-9, -1.0 + 1e-9]), 1000, seed + 1,
-                             tilted=True)
+    pool, w = _gradient_pool(std, np.array([1.0 - 1e-9, -1.0 + 1e-9]), 1000,
+                             stream(seed, "plateau"), tilted=True)
     zs = []
     for i, end in enumerate((1.0, -1.0)):
         fp = float(dphi(np.array(end))) * end

@@ -54,11 +54,12 @@ from numba import njit
 from scipy.interpolate import CubicSpline
 
 from ..config import ConfigError, ModelConfig
+from ..seeds import stream
 from ..validation import Integer, Optional, Real, validated
 from ._checks import BATCH, MODEL, SEED, UPDATE
 from .exact import MAX_BETA
 from .field import dphi_interpolant
-from .reduced import ReducedDraws, reduced_chunks, score_tilt
+from .reduced import _in_threads, fused_pool, score_tilt
 
 __all__ = ["MomentTable", "OneStepMoments", "moment_table", "one_step_moments",
            "check_pool_memory", "NODE_DZ", "Z_CAP"]
@@ -102,23 +103,21 @@ def check_pool_memory(batch: int, n_samples: int, z_max: float = Z_CAP) -> None:
 # --------------------------------------------------------------------------- draws
 
 
+def _key(seed: Any, *parts: str | int) -> np.ndarray:
+    """The 128-bit key of the draws' counter-based stream :func:`~attnsignal.seeds.stream`
+    ``(seed, *parts)`` (``seed`` an int >= 0 or a ``SeedSequence``)."""
+    return stream(seed, *parts).generate_state(2, np.uint64)
+
+
 def _gradient_pool(model: ModelConfig, rhos: np.ndarray, n_samples: int, seed: Any,
                    tilted: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Per-draw ``(g_q, g_e, ||u||²)`` at every ``ρ`` from one set of reduced draws (common to
-    all ``ρ``; :meth:`.reduced.ReducedDraws.gradients`): ``(n_rho, n_samples, 3)``
-    (standardised units), and the draws' likelihood ratios ``(n_samples,)`` (all 1 unless
-    ``tilted``)."""
-    out = np.empty((rhos.size, n_samples, 3))
-    w = np.ones(n_samples)
-    pos = 0
-    rh = np.ascontiguousarray(rhos, dtype=np.float64)
-    tilt = score_tilt(model.standardized()) if tilted else None
-    for draws in reduced_chunks(model, n_samples, seed, tilt=tilt):
-        n = draws.a.shape[0]
-        out[:, pos:pos + n] = draws.gradients(rh)
-        if draws.weight is not None:
-            w[pos:pos + n] = draws.weight
-        pos += n
+    all ``ρ``; :func:`.reduced.fused_pool`): ``(n_rho, n_samples, 3)`` (standardised units),
+    and the draws' likelihood ratios ``(n_samples,)`` (all 1 unless ``tilted``)."""
+    std = model.standardized()
+    tilt = score_tilt(std) if tilted else None
+    out, w, _ = fused_pool(std, np.asarray(rhos, dtype=np.float64), n_samples,
+                           _key(seed, "reduced draws"), 0, tilt)
     return out, w
 
 
@@ -142,7 +141,8 @@ def _weighted_batches(pool: np.ndarray, w: np.ndarray, batch: int, D: int, seed:
     n = pool.shape[1]
     if n < batch:
         raise ConfigError("n_samples", f"must be >= batch = {batch}", n)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(seed if isinstance(seed, np.random.SeedSequence)
+                                else stream(seed, "minibatches", batch))
     perm = rng.permutation(n)
     off = np.array([(j * int(0.6180339887498949 * n)) % n for j in range(batch)])
     if np.unique(off).size < batch:
@@ -246,8 +246,6 @@ def _jump_sums_kernel(rhos, gq, ge, u2, w, etas, riemannian, coord_z, ex, shift,
 
 def _jump_sums(rhos, gq, ge, u2, w, etas, riemannian, coord_z, ex, shift, S) -> None:
     """:func:`_jump_sums_kernel` with the nodes split over ``compute_threads()`` threads."""
-    from .effective import _in_threads
-
     n_r = rhos.shape[0]
     parts = max(1, min(n_r, 2 * _threads()))
     cuts = np.linspace(0, n_r, parts + 1).astype(np.int64)
@@ -335,15 +333,15 @@ class _Accumulator:
     """The streamed power sums of the jumps at ``rhos × etas`` (standardised model and steps;
     ``dphi = Φ'(rhos)``) of ``Δz`` and/or ``Δρ`` (``coords``: True for ``z``), kept per
     replicate group, to which rounds of importance-sampled draws are added (module
-    docstring). Round ``r`` draws from the stream ``(seed, 71, r)``, so the sums are a
-    deterministic function of the seed and the sequence of :meth:`add` calls."""
+    docstring). Round ``r`` draws from the stream ``(seed, "moment draws", r)``, so the sums
+    are a deterministic function of the seed and the sequence of :meth:`add` calls."""
 
     def __init__(self, model: ModelConfig, rhos: np.ndarray, etas: np.ndarray,
                  dphi: np.ndarray, batch: int, update: str, seed: int, groups: int,
                  coords: tuple[bool, ...] = (True,)) -> None:
         self.std = model.standardized()
         self.rhos, self.etas = rhos, etas
-        self.batch, self.seed, self.coords = int(batch), int(seed), coords
+        self.batch, self.seed, self.coords = int(batch), seed, coords
         self.riemannian = update == "riemannian"
         self.K = max(int(groups), 1)
         s2 = 1.0 - rhos ** 2
@@ -360,35 +358,54 @@ class _Accumulator:
         return self.K * 2 * self.batch
 
     def add(self, n_new: int, nodes: np.ndarray) -> None:
-        """Add ``n_new`` draws (rounded up to a multiple of the groups) at the nodes ``nodes``."""
+        """Add ``n_new`` draws (rounded up to a multiple of the groups) at the nodes ``nodes``:
+        chunks of at most ``_CHUNK_DRAWS`` (:func:`.reduced.fused_pool`, draw ``i`` of the
+        round from the stream ``((seed, "moment draws", round), i)``), each cut into ``K``
+        equal slices, slice ``g`` to replicate group ``g`` (minibatches form within a
+        slice)."""
         K, n_r, n_e = self.K, self.rhos.size, self.etas.size
         n_new = _round_up(max(int(n_new), self.min_draws), K)
         nodes = np.asarray(nodes, dtype=np.int64)
         rh = _c(self.rhos[nodes])
         rnd = self.rounds
-        for g, chunk_no, d in _grouped_chunks(self.std, n_new, [self.seed, 71, rnd], self.tilt,
-                                              K, 2 * self.batch):
-            pool = d.gradients(rh)
-            w = d.weight if d.weight is not None else np.ones(d.a.shape[0])
-            gq, ge, u2, wb = (_c(x) for x in _weighted_batches(
-                pool, w, self.batch, self.std.d - 2, [self.seed, 73, rnd, chunk_no, g]))
-            for ci, cz in enumerate(self.coords):
-                ex = self.exs[ci]
-                if len(self.shifts) <= ci:
-                    # the reference subtracted from Δ: the first slice's weighted mean at every
-                    # node (keeps the raw power sums well conditioned)
-                    T = np.zeros((nodes.size, n_e, _NSTAT))
-                    _jump_sums(rh, gq, ge, u2, wb, self.etas, self.riemannian, cz,
-                               _c(ex[nodes]), np.zeros((nodes.size, n_e)), T)
-                    sh = np.zeros((n_r, n_e))
-                    sh[nodes] = T[..., 1] / np.maximum(T[..., 0], 1e-300)
-                    self.shifts.append(sh)
-                Sa = np.zeros((nodes.size, n_e, _NSTAT))
-                _jump_sums(rh, gq, ge, u2, wb, self.etas, self.riemannian, cz,
-                           _c(ex[nodes]), _c(self.shifts[ci][nodes]), Sa)
-                self.S[ci, g, nodes] += Sa
+        key = _key(self.seed, "moment draws", rnd)
+        per = _round_up(max(_CHUNK_DRAWS, self.min_draws), K)
+        start = chunk_no = 0
+        while start < n_new:
+            m = min(per, n_new - start)
+            if 0 < n_new - start - m < self.min_draws:
+                m = n_new - start  # a short remainder joins this chunk
+            pool, w, _ = fused_pool(self.std, rh, m, key, start, self.tilt)
+            cuts = np.linspace(0, m, K + 1).astype(np.int64)
+            for g in range(K):
+                lo, hi = int(cuts[g]), int(cuts[g + 1])
+                gq, ge, u2, wb = (_c(x) for x in _weighted_batches(
+                    pool[:, lo:hi], w[lo:hi], self.batch, self.std.d - 2,
+                    stream(self.seed, "minibatches", rnd, chunk_no, g)))
+                self._sums(g, nodes, rh, gq, ge, u2, wb)
+            start += m
+            chunk_no += 1
         self.draws[nodes] += n_new
         self.rounds += 1
+
+    def _sums(self, g: int, nodes: np.ndarray, rh: np.ndarray, gq: np.ndarray,
+              ge: np.ndarray, u2: np.ndarray, wb: np.ndarray) -> None:
+        n_r, n_e = self.rhos.size, self.etas.size
+        for ci, cz in enumerate(self.coords):
+            ex = self.exs[ci]
+            if len(self.shifts) <= ci:
+                # the reference subtracted from Δ: the first slice's weighted mean at every
+                # node (keeps the raw power sums well conditioned)
+                T = np.zeros((nodes.size, n_e, _NSTAT))
+                _jump_sums(rh, gq, ge, u2, wb, self.etas, self.riemannian, cz,
+                           _c(ex[nodes]), np.zeros((nodes.size, n_e)), T)
+                sh = np.zeros((n_r, n_e))
+                sh[nodes] = T[..., 1] / np.maximum(T[..., 0], 1e-300)
+                self.shifts.append(sh)
+            Sa = np.zeros((nodes.size, n_e, _NSTAT))
+            _jump_sums(rh, gq, ge, u2, wb, self.etas, self.riemannian, cz, _c(ex[nodes]),
+                       _c(self.shifts[ci][nodes]), Sa)
+            self.S[ci, g, nodes] += Sa
 
     def converged(self, rtol: float) -> np.ndarray:
         """Per node: within ``rtol`` in every coordinate (:func:`_converged`)."""
@@ -438,25 +455,6 @@ def _c(x: np.ndarray) -> np.ndarray:
 
 def _round_up(n: int, k: int) -> int:
     return int(-(-int(n) // k) * k)
-
-
-def _grouped_chunks(std: ModelConfig, n: int, seed: Any, tilt, K: int, min_slice: int
-                    ) -> Iterator[tuple[int, int, ReducedDraws]]:
-    """``n`` reduced draws (a multiple of ``K``) as ``(group, chunk number, draws)``: each chunk
-    of the stream is cut into ``K`` equal slices, slice ``g`` belonging to replicate group
-    ``g`` (at least ``min_slice`` draws a slice: minibatches form within one slice)."""
-    per = min(_CHUNK_DRAWS, max(1, (1 << 20) // std.n_tokens))
-    per = _round_up(max(per, min_slice * K), K)
-    for c, d in enumerate(reduced_chunks(std, n, seed, tilt=tilt, chunk=per,
-                                         min_chunk=min_slice * K)):
-        m = d.a.shape[0]
-        cuts = np.linspace(0, m, K + 1).astype(np.int64)
-        for g in range(K):
-            lo, hi = int(cuts[g]), int(cuts[g + 1])
-            yield g, c, ReducedDraws(R=d.R, theta=d.theta, beta=d.beta, a=d.a[lo:hi],
-                                     b=d.b[lo:hi], zeta=d.zeta[lo:hi], chi=d.chi[lo:hi],
-                                     chi_p=d.chi_p[lo:hi], eps=d.eps[lo:hi],
-                                     weight=None if d.weight is None else d.weight[lo:hi])
 
 
 # --------------------------------------------------------------------------- one step

@@ -20,7 +20,7 @@ Memory: ``3 n L`` doubles for ``n`` samples per chunk (chunks hold at most ``2^2
 
 Two evaluations of steps 2–6 on the same draws: :meth:`ReducedDraws.gradient`, vectorised
 numpy at one ``ρ`` (the literal transcription, kept as the reference), and
-:meth:`ReducedDraws.gradients`, compiled (:func:`_pool_kernel`) at many ``ρ`` at once — the
+:meth:`ReducedDraws.gradients`, compiled (:func:`_pool_draw`) at many ``ρ`` at once — the
 exponentials once per draw, the nuisance tokens through their ρ-free moments — which the
 statistics (:func:`accumulate`) and the effective dynamics use. They agree to rounding
 (``tests/theory/test_effective.py``, draw by draw).
@@ -31,15 +31,17 @@ which one token's score ``a_j`` lies well above the typical maximum ``√(2 ln L
 ``α_j`` is then far above the others', and terms like ``γ²α_j`` in ``c_j`` make ``g_q``,
 ``g_e`` and above all ``||u||² ∝ α_j⁴ γ⁴ χ'`` large. With ``tilt`` set, :func:`reduced_chunks`
 draws from the defensive mixture ``q = λ₀ φ + (1 − λ₀) φ_tilt``: with probability ``1 − λ₀`` one
-token ``j`` (of either class with probability ½, uniform within it) gets ``a_j ~ N(μ_k, 1)``,
-``μ_k`` uniform on the grid :attr:`ScoreTilt.shifts`. Each draw carries its likelihood ratio
+token ``j`` (of either class with probability ½, uniform within it) gets
+``a_j ~ N(μ_k, 1)`` restricted to ``a_j > c``, ``μ_k`` uniform on the grid
+:attr:`ScoreTilt.shifts` (``c`` one below the lowest). Each draw carries its likelihood ratio
 
     w(a) = φ(a)/q(a) = 1 / (λ₀ + (1 − λ₀) T(a)),
-    T(a) = (1/K) Σ_k e^{−μ_k²/2} Σ_c (p_c/|c|) Σ_{j ∈ c} e^{μ_k a_j},
+    T(a) = (1/K) Σ_k Σ_c (p_c/|c|) Σ_{j ∈ c, a_j > c} e^{μ_k a_j − μ_k²/2} / Φ̄(c − μ_k)
 
-so ``E_φ[f] = E_q[w f]`` for every statistic ``f``, and ``w <= 1/λ₀`` (a defensive mixture
-never does much worse than plain sampling). ``T`` depends on ``a`` only: one weight per draw
-serves every ``ρ`` and every step.
+(``Φ̄`` the normal tail), so ``E_φ[f] = E_q[w f]`` for every statistic ``f``, and
+``w <= 1/λ₀`` (a defensive mixture never does much worse than plain sampling). Only the
+scores above ``c`` (a few per cent) enter ``T``, which depends on ``a`` only: one weight per
+draw serves every ``ρ`` and every step.
 """
 
 from __future__ import annotations
@@ -50,9 +52,11 @@ from typing import Any, Callable, Iterator
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
+from scipy.special import ndtr, ndtri
 
 from ..config import ModelConfig
+from ..engines._kernel import chi2, fair_sign, fill_normals, normal, seed_stream, uniform
 
 __all__ = ["ReducedDraws", "GradientParts", "ScoreTilt", "reduced_chunks", "one_step",
            "accumulate", "score_tilt"]
@@ -122,12 +126,21 @@ class ReducedDraws:
 
     def gradients(self, rhos: np.ndarray) -> np.ndarray:
         """Steps 2–6 at every alignment of the 1-D array ``rhos``, compiled
-        (:func:`_pool_kernel`): ``(n_rho, n, 3)`` of ``(g_q, g_e, ||u||²)`` — what
-        :meth:`gradient` gives at each ``ρ``, up to rounding."""
+        (:func:`_pool_draw`, the draws split over the compute threads): ``(n_rho, n, 3)`` of
+        ``(g_q, g_e, ||u||²)`` — what :meth:`gradient` gives at each ``ρ``, up to rounding."""
         rh = np.ascontiguousarray(rhos, dtype=np.float64).ravel()
-        out = np.empty((rh.size, self.a.shape[0], 3))
-        _pool_kernel(rh, self.a, self.b, self.zeta, self.chi, self.chi_p, self.eps,
-                     float(self.theta), float(self.beta), int(self.R), out, 0)
+        n = self.a.shape[0]
+        out = np.empty((rh.size, n, 3))
+        cuts = _cuts(n)
+
+        def one(p: int) -> None:
+            lo, hi = int(cuts[p]), int(cuts[p + 1])
+            if hi > lo:
+                _pool_rows(rh, self.a[lo:hi], self.b[lo:hi], self.zeta[lo:hi],
+                           self.chi[lo:hi], self.chi_p[lo:hi], self.eps[lo:hi],
+                           float(self.theta), float(self.beta), int(self.R), out, lo)
+
+        _in_threads(one, cuts.size - 1)
         return out
 
 
@@ -136,37 +149,52 @@ class ScoreTilt:
     """The defensive mixture proposal of the largest score (module docstring).
 
     share : ``1 − λ₀``, the probability that a draw has a tilted token (in (0, 1))
-    shifts : ``(K,)`` the means ``μ_k`` of the tilted token's ``a_j``
+    shifts : ``(K,)`` the means ``μ_k = μ₀ + k`` of the tilted token's score
+    floor : ``c``, below which the tilted score is not drawn (``μ₀ − 1``)
     informative_share : ``p_I``, the probability that the tilted token is informative (the
         rest go to the nuisance tokens; 1 when there are none)
     """
 
     share: float
     shifts: np.ndarray
+    floor: float
     informative_share: float
 
     def weights(self, a: np.ndarray, R: int) -> np.ndarray:
         """``w(a) = 1/(λ₀ + (1 − λ₀) T(a))`` for the rows of ``a`` ``(n, L)`` (compiled
-        :func:`_tilt_kernel`; two exponentials a token)."""
+        :func:`_tilt_kernel`)."""
         a = np.ascontiguousarray(a, dtype=np.float64)
         T = np.empty(a.shape[0])
-        mu = np.asarray(self.shifts, dtype=np.float64)
-        _tilt_kernel(a, int(R), float(mu[0]), int(mu.size), float(self.informative_share), T)
+        mu = np.ascontiguousarray(self.shifts, dtype=np.float64)
+        inv = 1.0 / ndtr(mu - self.floor)  # 1/Φ̄(c − μ_k)
+        _tilt_kernel(a, int(R), mu, inv, float(self.floor), float(self.informative_share), T)
         return 1.0 / ((1.0 - self.share) + self.share * T)
+
+    def draw(self, rng: np.random.Generator, k: int) -> np.ndarray:
+        """``k`` tilted scores: ``μ`` uniform on the grid, then ``N(μ, 1)`` beyond the floor,
+        ``a = μ − Φ⁻¹(U Φ̄(c − μ))`` with ``U`` uniform."""
+        mu = self.shifts[rng.integers(0, self.shifts.size, k)]
+        return mu - ndtri(rng.random(k) * ndtr(mu - self.floor))
 
 
 def score_tilt(model: ModelConfig, batch: int = 1) -> ScoreTilt:
-    """The tilt the effective dynamics uses: ``μ_k = √(2 ln L) + k − 1``, ``k = 0..4`` (from one
-    below the typical largest of ``L`` scores to three above it, where a single token's weight
-    rises to a share of the partition sum at ``β ≳ 1``), half of the tilted tokens
-    informative, and ``1 − λ₀ = 1/(2B)`` per draw for minibatches of ``B`` — so a minibatch
-    holds about ½ tilted draw whatever ``B``, and its weight, the product of ``B`` draws'
-    weights, stays below ``(1 − 1/(2B))^{−B} <= 2``."""
-    L = model.n_tokens
-    centre = math.sqrt(2.0 * math.log(max(L, 2)))
-    shifts = centre + np.arange(-1.0, 4.0)
+    """The tilt the effective dynamics uses: shifts 1 apart from ``√(2 ln L) − 1`` (one below
+    the typical largest of ``L`` scores) to ``min(a*, √(2 ln L) + 4)`` (at least 5 of them),
+    where ``a* = (ln L + β²/2)/β`` is the score at which one token's weight ``e^{βa}`` matches
+    the typical partition sum ``L e^{β²/2}`` — the range over which a single token's weight
+    rises from the typical largest to most of the mass, where the heavy tail of a step lives;
+    half of the tilted tokens informative; ``1 − λ₀ = 1/(2B)`` per draw for minibatches of
+    ``B`` — so a minibatch holds about ½ tilted draw whatever ``B``, and its weight, the
+    product of ``B`` draws' weights, stays below ``(1 − 1/(2B))^{−B} <= 2``."""
+    L = max(model.n_tokens, 2)
+    beta = max(float(model.beta), 1e-6)
+    centre = math.sqrt(2.0 * math.log(L))
+    a_star = (math.log(L) + 0.5 * beta * beta) / beta
+    k = max(5, int(math.floor(min(a_star, centre + 4.0) - (centre - 1.0))) + 1)
+    shifts = centre - 1.0 + np.arange(float(k))
     p_i = 0.5 if model.n_nuisance > 0 else 1.0
-    return ScoreTilt(share=0.5 / max(int(batch), 1), shifts=shifts, informative_share=p_i)
+    return ScoreTilt(share=0.5 / max(int(batch), 1), shifts=shifts, floor=centre - 2.0,
+                     informative_share=p_i)
 
 
 def reduced_chunks(model: ModelConfig, n_samples: int, seed: Any,
@@ -200,13 +228,12 @@ def reduced_chunks(model: ModelConfig, n_samples: int, seed: Any,
             eps = np.ones(k)
         weight = None
         if tilt is not None:
-            mu = np.asarray(tilt.shifts, dtype=np.float64)
             on = rng.random(k) < tilt.share
             informative = (rng.random(k) < tilt.informative_share) | (N == 0)
             tok = np.where(informative, rng.integers(0, R, k), R + rng.integers(0, max(N, 1), k))
-            shift = mu[rng.integers(0, mu.size, k)]
+            value = tilt.draw(rng, k)
             rows = np.nonzero(on)[0]
-            a[rows, tok[rows]] += shift[rows]
+            a[rows, tok[rows]] = value[rows]
             weight = tilt.weights(a, R)
         yield ReducedDraws(R=R, theta=m.theta, beta=m.beta, a=a, b=b, zeta=zeta, chi=chi,
                            chi_p=chi_p, eps=eps, weight=weight)
@@ -358,10 +385,12 @@ def _nuisance_moments(e, a, b, zeta, R, M):  # pragma: no cover
     M[24] = v0
 
 
-@njit(cache=True, parallel=True, nogil=True)
-def _pool_kernel(rhos, a, b, zeta, chi, chi_p, eps, theta, beta, R, out, pos):  # pragma: no cover
-    """Steps 2–6 of DESIGN §2.1 for every draw ``i`` and alignment ``rhos[r]``:
-    ``out[r, pos + i] = (g_q, g_e, ||u||²)``. The softmax weights factor as
+@njit(cache=True, nogil=True)
+def _pool_draw(a, b, zeta, chi, chi_p, eps, theta, beta, R, rhos, e, M, out, col
+               ):  # pragma: no cover
+    """Steps 2–6 of the sampler for one draw (``a, b, ζ`` ``(L,)``, scalars ``χ, χ', ε``) at
+    every alignment ``rhos[r]``: ``out[r, col] = (g_q, g_e, ||u||²)``; ``e`` ``(L,)`` and
+    ``M`` ``(_NM,)`` are scratch. The softmax weights factor as
     ``e^{βa_j}`` times ``e^{βεθρ}`` on the informative tokens, so the exponentials are taken
     once per draw (shifted per token class) and reused at every ``ρ``.
 
@@ -373,140 +402,278 @@ def _pool_kernel(rhos, a, b, zeta, chi, chi_p, eps, theta, beta, R, out, pos):  
     per draw: ``O(R)`` work per ρ instead of ``O(L)``. Where the quadratic form would cancel
     (``Σ v²`` below ``_NUISANCE_COND`` of its terms' scale: the weights concentrated on a
     token whose ``v`` vanishes) the nuisance tokens are summed one by one instead."""
-    n, L = a.shape
+    L = a.shape[0]
     has_n = L > R
-    for i in prange(n):
-        e = np.empty(L)
-        mI = -np.inf
-        mN = -np.inf
-        for j in range(L):
-            x = beta * a[i, j]
-            if j < R:
-                mI = max(mI, x)
-            else:
-                mN = max(mN, x)
-        for j in range(L):
-            e[j] = math.exp(beta * a[i, j] - (mI if j < R else mN))
-        M = np.empty(_NM)
-        if has_n:
-            _nuisance_moments(e, a[i], b[i], zeta[i], R, M)
+    mI = -np.inf
+    mN = -np.inf
+    for j in range(L):
+        x = beta * a[j]
+        if j < R:
+            mI = max(mI, x)
         else:
-            M[:] = 0.0
-        gam2 = chi[i]
-        gam = math.sqrt(gam2)
-        for r in range(rhos.shape[0]):
-            rho = rhos[r]
-            sr = math.sqrt(max(0.0, 1.0 - rho * rho))
-            tq = eps[i] * theta * rho
-            te = eps[i] * theta * sr
-            lI = mI + beta * tq
-            M_ = max(lI, mN) if has_n else lI
-            fI = math.exp(lI - M_)
-            fN = math.exp(mN - M_) if has_n else 0.0
-            Z = 0.0
-            Ss = 0.0
-            Sh = 0.0
-            Sww = 0.0
-            Sz = 0.0
-            for j in range(R):
-                w = e[j] * fI
-                sj = a[i, j] + tq
-                hj = b[i, j] + te
-                Z += w
-                Ss += w * sj
-                Sh += w * hj
-                Sww += w * w
-                Sz += w * zeta[i, j]
-            Z += fN * M[0]
-            Ss += fN * M[1]
-            Sh += fN * M[2]
-            Sww += fN * fN * M[10]
-            Sz += fN * M[3]
-            invZ = 1.0 / Z
-            A = Ss * invZ
-            H = Sh * invZ
-            n2 = Sww * invZ * invZ
-            nn = math.sqrt(n2)
-            az = Sz * invZ / nn
-            F = A * A + H * H + n2 * gam2
-            ka = gam2 - gam * az
-            kz = nn * gam
-            Gq = 0.0
-            Ge = 0.0
-            Sva = 0.0
-            Svz = 0.0
-            Svv = 0.0
-            cI = fI * invZ
-            cN = fN * invZ
-            for j in range(R):
-                al = e[j] * cI
-                sj = a[i, j] + tq
-                hj = b[i, j] + te
-                v = al * (sj * A + hj * H + al * ka + kz * zeta[i, j] - F)
-                Gq += v * sj
-                Ge += v * hj
-                Sva += v * al
-                Svz += v * zeta[i, j]
-                Svv += v * v
-            if has_n:
-                # v_j = c_N e_j (w · (x, y, z, e, 1)) with w = (A, H, k_z, κ, −F)
-                kap = cN * ka
-                nF = -F
-                # the diagonal terms (each ≥ 0: the scale the cancellation is judged against),
-                # then the cross terms
-                scale = (A * A * M[14] + H * H * M[16] + kz * kz * M[19] + kap * kap * M[24]
-                         + F * F * M[10])
-                qv = scale + 2.0 * (A * H * M[15] + A * kz * M[17] + A * kap * M[21]
-                                    + A * nF * M[11] + H * kz * M[18] + H * kap * M[22]
-                                    + H * nF * M[12] + kz * kap * M[23] + kz * nF * M[13]
-                                    + kap * nF * M[20])
-                if qv >= _NUISANCE_COND * scale:
-                    Gq += cN * (A * M[4] + H * M[5] + kz * M[7] + kap * M[11] + nF * M[1])
-                    Ge += cN * (A * M[5] + H * M[6] + kz * M[8] + kap * M[12] + nF * M[2])
-                    Sva += cN * cN * (A * M[11] + H * M[12] + kz * M[13] + kap * M[20]
-                                      + nF * M[10])
-                    Svz += cN * (A * M[7] + H * M[8] + kz * M[9] + kap * M[13] + nF * M[3])
-                    Svv += cN * cN * qv
-                else:
-                    for j in range(R, L):
-                        al = e[j] * cN
-                        sj = a[i, j]
-                        hj = b[i, j]
-                        v = al * (sj * A + hj * H + al * ka + kz * zeta[i, j] - F)
-                        Gq += v * sj
-                        Ge += v * hj
-                        Sva += v * al
-                        Svz += v * zeta[i, j]
-                        Svv += v * v
-            va = Sva / nn
-            zvp = Svz - va * az
-            nvp2 = max(Svv - va * va, 0.0)
-            lin = va * gam + zvp
-            out[r, pos + i, 0] = 2.0 * beta * Gq
-            out[r, pos + i, 1] = 2.0 * beta * Ge
-            out[r, pos + i, 2] = 4.0 * beta * beta * (lin * lin + nvp2 * chi_p[i])
+            mN = max(mN, x)
+    for j in range(L):
+        e[j] = math.exp(beta * a[j] - (mI if j < R else mN))
+    if has_n:
+        _nuisance_moments(e, a, b, zeta, R, M)
+    else:
+        M[:] = 0.0
+    gam2 = chi
+    gam = math.sqrt(gam2)
+    for r in range(rhos.shape[0]):
+        rho = rhos[r]
+        sr = math.sqrt(max(0.0, 1.0 - rho * rho))
+        tq = eps * theta * rho
+        te = eps * theta * sr
+        lI = mI + beta * tq
+        M_ = max(lI, mN) if has_n else lI
+        fI = math.exp(lI - M_)
+        fN = math.exp(mN - M_) if has_n else 0.0
+        Z = 0.0
+        Ss = 0.0
+        Sh = 0.0
+        Sww = 0.0
+        Sz = 0.0
+        for j in range(R):
+            w = e[j] * fI
+            sj = a[j] + tq
+            hj = b[j] + te
+            Z += w
+            Ss += w * sj
+            Sh += w * hj
+            Sww += w * w
+            Sz += w * zeta[j]
+        Z += fN * M[0]
+        Ss += fN * M[1]
+        Sh += fN * M[2]
+        Sww += fN * fN * M[10]
+        Sz += fN * M[3]
+        invZ = 1.0 / Z
+        A = Ss * invZ
+        H = Sh * invZ
+        n2 = Sww * invZ * invZ
+        nn = math.sqrt(n2)
+        az = Sz * invZ / nn
+        F = A * A + H * H + n2 * gam2
+        ka = gam2 - gam * az
+        kz = nn * gam
+        Gq = 0.0
+        Ge = 0.0
+        Sva = 0.0
+        Svz = 0.0
+        Svv = 0.0
+        cI = fI * invZ
+        cN = fN * invZ
+        for j in range(R):
+            al = e[j] * cI
+            sj = a[j] + tq
+            hj = b[j] + te
+            v = al * (sj * A + hj * H + al * ka + kz * zeta[j] - F)
+            Gq += v * sj
+            Ge += v * hj
+            Sva += v * al
+            Svz += v * zeta[j]
+            Svv += v * v
+        if has_n:
+            # v_j = c_N e_j (w · (x, y, z, e, 1)) with w = (A, H, k_z, κ, −F)
+            kap = cN * ka
+            nF = -F
+            # the diagonal terms (each ≥ 0: the scale the cancellation is judged against),
+            # then the cross terms
+            scale = (A * A * M[14] + H * H * M[16] + kz * kz * M[19] + kap * kap * M[24]
+                     + F * F * M[10])
+            qv = scale + 2.0 * (A * H * M[15] + A * kz * M[17] + A * kap * M[21]
+                                + A * nF * M[11] + H * kz * M[18] + H * kap * M[22]
+                                + H * nF * M[12] + kz * kap * M[23] + kz * nF * M[13]
+                                + kap * nF * M[20])
+            if qv >= _NUISANCE_COND * scale:
+                Gq += cN * (A * M[4] + H * M[5] + kz * M[7] + kap * M[11] + nF * M[1])
+                Ge += cN * (A * M[5] + H * M[6] + kz * M[8] + kap * M[12] + nF * M[2])
+                Sva += cN * cN * (A * M[11] + H * M[12] + kz * M[13] + kap * M[20]
+                                  + nF * M[10])
+                Svz += cN * (A * M[7] + H * M[8] + kz * M[9] + kap * M[13] + nF * M[3])
+                Svv += cN * cN * qv
+            else:
+                for j in range(R, L):
+                    al = e[j] * cN
+                    sj = a[j]
+                    hj = b[j]
+                    v = al * (sj * A + hj * H + al * ka + kz * zeta[j] - F)
+                    Gq += v * sj
+                    Ge += v * hj
+                    Sva += v * al
+                    Svz += v * zeta[j]
+                    Svv += v * v
+        va = Sva / nn
+        zvp = Svz - va * az
+        nvp2 = max(Svv - va * va, 0.0)
+        lin = va * gam + zvp
+        out[r, col, 0] = 2.0 * beta * Gq
+        out[r, col, 1] = 2.0 * beta * Ge
+        out[r, col, 2] = 4.0 * beta * beta * (lin * lin + nvp2 * chi_p)
+
+
+@njit(cache=True, nogil=True)
+def _pool_rows(rhos, a, b, zeta, chi, chi_p, eps, theta, beta, R, out, pos):  # pragma: no cover
+    """:func:`_pool_draw` for every row ``i`` of the draws: ``out[r, pos + i]``."""
+    L = a.shape[1]
+    e = np.empty(L)
+    M = np.empty(_NM)
+    for i in range(a.shape[0]):
+        _pool_draw(a[i], b[i], zeta[i], chi[i], chi_p[i], eps[i], theta, beta, R, rhos, e, M,
+                   out, pos + i)
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _tilt_kernel(a, R, mu0, K, p_i, out):  # pragma: no cover
-    """``out[i] = T(a_i)`` of :class:`ScoreTilt` for the shifts ``μ_k = mu0 + k``
-    (``k < K``): ``e^{μ_k x − μ_k²/2} = e^{μ₀x − μ₀²/2} · Π_{l<k} e^{x − μ₀ − l − 1/2}``, so two
-    exponentials a token."""
+def _fused_rows(k0, k1, first, n, L, rhos, theta, beta, R, D, random_sign, zt, share, p_i, mu,
+                inv, floor, out, w, col, keep, keep_s):  # pragma: no cover
+    """Draw ``out.shape[1]`` reduced samples and evaluate each at every alignment without
+    storing them: draw ``i`` from the chain engine's stream ``(key, first + i)`` — ``a, b, ζ``
+    (ziggurat), ``χ``, ``χ'``, the sign, then with ``share > 0`` the tilt of
+    :class:`ScoreTilt` (uniforms for the choices; the tilted score ``μ_k + Z``, ``Z`` a
+    normal beyond ``c − μ_k`` by rejection) and the weight ``w[i]`` — then
+    :func:`_pool_draw` into ``out[:, col + i]`` and ``w[col + i]``. ``keep`` ``(3, ·, L)`` and
+    ``keep_s`` ``(·, 3)`` (or empty) receive the draws at the same columns, for tests."""
+    st = np.empty(4, dtype=np.uint64)
+    a = np.empty(L)
+    b = np.empty(L)
+    zeta = np.empty(L)
+    e = np.empty(L)
+    M = np.empty(_NM)
+    K = mu.shape[0]
+    N = L - R
+    p_n = 1.0 - p_i if N > 0 else 0.0
+    c_i = p_i / R
+    c_n = p_n / N if N > 0 else 0.0
+    for i in range(n):
+        seed_stream(st, k0, k1, first + np.uint64(i))
+        fill_normals(st, zt, a, L)
+        fill_normals(st, zt, b, L)
+        fill_normals(st, zt, zeta, L)
+        chi = chi2(st, zt, D) if D > 0 else 0.0
+        chi_p = chi2(st, zt, D - 1) if D > 1 else 0.0
+        eps = fair_sign(st) if random_sign else 1.0
+        wi = 1.0
+        if share > 0.0:
+            if uniform(st) < share:
+                if N == 0 or uniform(st) < p_i:
+                    tok = min(int(uniform(st) * R), R - 1)
+                else:
+                    tok = R + min(int(uniform(st) * N), N - 1)
+                mk = mu[min(int(uniform(st) * K), K - 1)]
+                z = normal(st, zt)
+                while mk + z <= floor:
+                    z = normal(st, zt)
+                a[tok] = mk + z
+            wi = 1.0 / ((1.0 - share) + share * _tilt_row(a, R, mu, inv, floor, c_i, c_n))
+        w[col + i] = wi
+        if keep.shape[1] > 0:
+            keep[0, col + i] = a
+            keep[1, col + i] = b
+            keep[2, col + i] = zeta
+            keep_s[col + i, 0] = chi
+            keep_s[col + i, 1] = chi_p
+            keep_s[col + i, 2] = eps
+        _pool_draw(a, b, zeta, chi, chi_p, eps, theta, beta, R, rhos, e, M, out, col + i)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _tilt_kernel(a, R, mu, inv, floor, p_i, out):  # pragma: no cover
+    """``out[i] = T(a_i)`` of :class:`ScoreTilt` for the shifts ``μ_k = μ₀ + k`` (``inv_k =
+    1/Φ̄(c − μ_k)``, ``c = floor``): only scores above the floor count, each with
+    ``e^{μ_k x − μ_k²/2} = e^{μ₀x − μ₀²/2} · Π_{l<k} e^{x − μ₀ − l − 1/2}`` (two exponentials)."""
     n, L = a.shape
     N = L - R
     p_n = 1.0 - p_i if N > 0 else 0.0
     c_i = p_i / R
     c_n = p_n / N if N > 0 else 0.0
     for i in range(n):
-        tot = 0.0
-        for j in range(L):
-            x = a[i, j]
+        out[i] = _tilt_row(a[i], R, mu, inv, floor, c_i, c_n)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _tilt_row(a, R, mu, inv, floor, c_i, c_n):  # pragma: no cover
+    """``T(a)`` of one draw's scores ``a`` ``(L,)`` (:func:`_tilt_kernel`); ``c_i``, ``c_n``:
+    the probability of tilting a given informative / nuisance token."""
+    K = mu.shape[0]
+    mu0 = mu[0]
+    tot = 0.0
+    for j in range(a.shape[0]):
+        x = a[j]
+        if x > floor:
             e = math.exp(mu0 * x - 0.5 * mu0 * mu0)
             ex = math.exp(x - mu0 - 0.5)
             acc = 0.0
             for k in range(K):
-                acc += e
+                acc += e * inv[k]
                 e *= ex
                 ex *= 0.36787944117144233  # e^{−1}: the next factor is e^{x − μ₀ − k − 3/2}
             tot += acc * (c_i if j < R else c_n)
-        out[i] = tot / K
+    return tot / K
+
+
+def _cuts(n: int) -> np.ndarray:
+    """Row boundaries splitting ``n`` draws over twice the compute threads."""
+    from ..engines.base import compute_threads
+
+    parts = max(1, min(n, 2 * compute_threads()))
+    return np.linspace(0, n, parts + 1).astype(np.int64)
+
+
+def _in_threads(fn: Callable[[int], None], n: int) -> None:
+    """``fn(0), …, fn(n − 1)`` on up to ``compute_threads()`` threads (the compiled kernels
+    release the GIL); exceptions propagate."""
+    from ..engines.base import compute_threads
+
+    workers = max(1, min(n, compute_threads()))
+    if workers == 1:
+        for i in range(n):
+            fn(i)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for f in [pool.submit(fn, i) for i in range(n)]:
+            f.result()
+
+
+def fused_pool(model: ModelConfig, rhos: np.ndarray, n: int, key: np.ndarray, first: int,
+               tilt: ScoreTilt | None = None, keep: bool = False
+               ) -> tuple[np.ndarray, np.ndarray, ReducedDraws | None]:
+    """``n`` reduced draws of the standardised ``model`` evaluated at every ``ρ`` of ``rhos``
+    without storing them (:func:`_fused_rows`, on the compute threads): ``(n_rho, n, 3)`` of
+    ``(g_q, g_e, ||u||²)`` and the weights ``(n,)`` (all 1 without ``tilt``). Draw ``i`` comes
+    from the chain engine's counter-based stream ``(key, first + i)``, so the draws do not
+    depend on how they are split. ``keep``: also return the draws as :class:`ReducedDraws`
+    (tests)."""
+    from ..engines._kernel_common import ZT
+
+    m = model.standardized()
+    R, L, D = m.n_informative, m.n_tokens, m.d - 2
+    rh = np.ascontiguousarray(rhos, dtype=np.float64).ravel()
+    out = np.empty((rh.size, n, 3))
+    w = np.empty(n)
+    if tilt is None:
+        share, p_i, mu, inv, floor = 0.0, 1.0, np.zeros(1), np.ones(1), 0.0
+    else:
+        share, p_i, floor = float(tilt.share), float(tilt.informative_share), float(tilt.floor)
+        mu = np.ascontiguousarray(tilt.shifts, dtype=np.float64)
+        inv = 1.0 / ndtr(mu - floor)
+    kept = np.empty((3, n, L)) if keep else np.empty((3, 0, 0))
+    kept_s = np.empty((n, 3)) if keep else np.empty((0, 3))
+    cuts = _cuts(n)
+
+    def one(p: int) -> None:
+        lo, hi = int(cuts[p]), int(cuts[p + 1])
+        if hi > lo:
+            _fused_rows(key[0], key[1], np.uint64(first + lo), hi - lo, L, rh, float(m.theta),
+                        float(m.beta), R, D, m.signal_sign == "random", ZT, share, p_i, mu,
+                        inv, floor, out, w, lo, kept, kept_s)
+
+    _in_threads(one, cuts.size - 1)
+    draws = None
+    if keep:
+        draws = ReducedDraws(R=R, theta=m.theta, beta=m.beta, a=kept[0], b=kept[1],
+                             zeta=kept[2], chi=kept_s[:, 0], chi_p=kept_s[:, 1],
+                             eps=kept_s[:, 2], weight=w)
+    return out, w, draws
