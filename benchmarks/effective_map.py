@@ -40,20 +40,25 @@ def _cpu() -> float:
     return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
-def _record_call(out: Path, wall: float, cpu: float, load0: float, configs: int
-                 ) -> list[dict]:
-    """Append this call to ``out/benchmark_calls.json`` and return the calls that computed
-    (a call that only read a finished map back adds nothing)."""
+def _rows(out: Path) -> int:
+    """Configurations finished in ``out`` (their stored rows)."""
+    return len(list((out / "rows").glob("*.json")))
+
+
+def _record_call(out: Path, wall: float, cpu: float, load0: float, configs: int,
+                 new_rows: int) -> list[dict]:
+    """Append this call to ``out/benchmark_calls.json`` and return the calls that finished
+    configurations (a call that only read a finished map back adds nothing)."""
     path = out / "benchmark_calls.json"
     try:
         calls = json.loads(path.read_text())
     except (OSError, ValueError):
         calls = []
     calls.append({"wall": wall, "cpu": cpu, "load_start": load0,
-                  "load_end": os.getloadavg()[0], "configs": configs,
+                  "load_end": os.getloadavg()[0], "configs": configs, "new_rows": new_rows,
                   "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
     path.write_text(json.dumps(calls, indent=1) + "\n")
-    computed = [c for c in calls if c["cpu"] > 5.0] or calls[-1:]
+    computed = [c for c in calls if c.get("new_rows", 1) > 0] or calls[-1:]
     return computed
 
 
@@ -67,14 +72,15 @@ def main() -> int:
     from attnsignal.validate import BOX, MapResult
     from attnsignal.validate.outputs import docs_section, update_docs
 
-    load0 = os.getloadavg()[0]
+    load0, rows0 = os.getloadavg()[0], _rows(Path(args.out))
     t0, c0 = time.perf_counter(), _cpu()
     code = cli(["validate", "--out", args.out, *rest])
     wall, cpu = time.perf_counter() - t0, _cpu() - c0
     if code not in (0, 1):  # 1: a target missed — still a map to report
         return code
     result = MapResult.load(args.out)
-    calls = _record_call(Path(args.out), wall, cpu, load0, len(result.table))
+    calls = _record_call(Path(args.out), wall, cpu, load0, len(result.table),
+                         _rows(Path(args.out)) - rows0)
     wall, cpu = sum(c["wall"] for c in calls), sum(c["cpu"] for c in calls)
     loads = [x for c in calls for x in (c["load_start"], c["load_end"])]
     print(f"\nwall {wall:.0f} s, CPU {cpu:.0f} s (this process and its workers; {len(calls)} "
