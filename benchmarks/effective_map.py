@@ -79,6 +79,9 @@ def main() -> int:
     if code not in (0, 1):  # 1: a target missed — still a map to report
         return code
     result = MapResult.load(args.out)
+    workers = result.cpu_seconds.get("workers")
+    if workers is not None:  # the pool's workers are not this process's children
+        cpu = max(cpu, float(workers) + float(result.cpu_seconds.get("coordinator") or 0.0))
     calls = _record_call(Path(args.out), wall, cpu, load0, len(result.table),
                          _rows(Path(args.out)) - rows0)
     wall, cpu = sum(c["wall"] for c in calls), sum(c["cpu"] for c in calls)
