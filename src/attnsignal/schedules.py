@@ -501,12 +501,7 @@ class TabulatedStep(Schedule):
     def __post_init__(self) -> None:
         if isinstance(self.tail, Mapping):
             object.__setattr__(self, "tail", schedule_from_dict(self.tail, prefix="tail."))
-        if isinstance(self.etas, np.ndarray):  # vectorised check of long tables
-            arr = self.etas
-            if (arr.ndim == 1 and arr.size and arr.dtype.kind in "iuf"
-                    and np.all(np.isfinite(arr)) and np.all(arr > 0)):
-                object.__setattr__(self, "etas", tuple(arr.astype(np.float64).tolist()))
-        super().__post_init__()
+        super().__post_init__()  # a float array is checked in one vectorised pass
         object.__setattr__(self, "_array", np.asarray(self.etas, dtype=np.float64))
 
     _array: np.ndarray = field(default=None, init=False, repr=False, compare=False)  # type: ignore[assignment]

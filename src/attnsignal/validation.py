@@ -552,7 +552,7 @@ class Sequence(Constraint):
                 self.max_len is not None and len(items) > self.max_len):
             raise ConfigError(field, self.describe(), value)
         if len(items) > 64 and type(self.of) is Real and not (self.increasing or self.unique):
-            fast = self._reals(items)
+            fast = self._reals(value, items)
             if fast is not None:  # a long table of floats: one vectorised check
                 return fast
         out = []
@@ -567,13 +567,16 @@ class Sequence(Constraint):
             raise ConfigError(field, self.describe(), value)
         return tuple(out)
 
-    def _reals(self, items: list) -> tuple | None:
-        """``tuple(items)`` when every item is a Python float that ``of`` (a :class:`Real`)
-        accepts — what the item-by-item check would return — else None (the caller checks
-        item by item, for the message)."""
-        if not all(type(x) is float for x in items):
+    def _reals(self, value: Any, items: list) -> tuple | None:
+        """``tuple(items)`` when every item is a float that ``of`` (a :class:`Real`) accepts —
+        what the item-by-item check would return — else None (the caller checks item by item,
+        for the message). ``value`` a float ndarray, or ``items`` all Python floats."""
+        if isinstance(value, np.ndarray) and value.dtype.kind == "f":
+            arr = value.astype(np.float64, copy=False)
+        elif all(type(x) is float for x in items):
+            arr = np.asarray(items, dtype=np.float64)
+        else:
             return None
-        arr = np.asarray(items, dtype=np.float64)
         of = self.of
         ok = np.isfinite(arr) if of.finite else ~np.isnan(arr)
         for bound, test in ((of.gt, np.greater), (of.ge, np.greater_equal),

@@ -29,7 +29,10 @@ REAL = MapConfig(index=0, d=174, n_informative=10, n_nuisance=39, theta=1.22, be
 FAST = MapConfig(index=1, d=44, n_informative=13, n_nuisance=62, theta=0.8, beta=0.37,
                  signal_sign="fixed", batch=8, update="riemannian", power=0.9,
                  eta_fraction=0.9, k0_factor=2.0)
-SETTINGS = MapSettings(runs=128, seed=5, n_samples=1000, budget=3e7, max_steps=5000)
+#: the budget caps the runs (~2 900 and ~270 steps); what `attnsignal validate --seed 5 --runs 128
+#: --n-samples 1000 --budget 3e7` sets
+SETTINGS = MapSettings(runs=128, seed=5, n_samples=1000, budget=3e7)
+WRONG = dataclasses.replace(SETTINGS, diffusion_scale=0.0)
 
 
 def test_draw_is_seeded_inside_the_box_and_prefix_stable():
@@ -98,7 +101,13 @@ def real_map(tmp_path_factory):
     return run_map([REAL, FAST], out, SETTINGS, executor="serial", progress=False)
 
 
-def test_map_passes_the_real_dynamics_and_flags_a_law_without_diffusion(real_map):
+@pytest.fixture(scope="module")
+def wrong_map(real_map):
+    """The deliberately wrong law (no diffusion) at FAST, into the real map's directory."""
+    return run_map([FAST], real_map.out, WRONG, executor="serial", progress=False)
+
+
+def test_map_passes_the_real_dynamics_and_flags_a_law_without_diffusion(real_map, wrong_map):
     """Where the effective dynamics holds, its mean is within 0.01 + 3 SE of 128 chain runs
     and its 10–90 % band holds 80 ± 8 % of the (run, record) pairs. The deliberately wrong law
     without diffusion (``diffusion_scale=0``) at a configuration that escapes in a few steps and
@@ -116,8 +125,7 @@ def test_map_passes_the_real_dynamics_and_flags_a_law_without_diffusion(real_map
     assert row["pass_band"], row["band"]
     assert row["ed_seconds"] > 0 and row["chain_seconds"] > 0
     assert fast["escaped"] and fast["band"] > 0.7, fast["band"]
-    wrong = run_map([FAST], out, dataclasses.replace(SETTINGS, diffusion_scale=0.0),
-                    executor="serial", progress=False)
+    wrong = wrong_map
     w = wrong.table.iloc[0]
     assert w["steps"] == fast["steps"]  # the same runs
     assert not w["pass_band"] and w["band"] < 0.6, w["band"]
@@ -164,6 +172,30 @@ def test_validate_command_rejects_bad_input_in_one_line(tmp_path, capsys):
         err = capsys.readouterr().err.strip()
         assert err.count("\n") == 0 and field in err, (args, err)
     assert not (tmp_path / "results").exists()
+
+
+def test_validate_command_prints_the_summary_and_exits_1_on_a_missed_target(
+        real_map, wrong_map, monkeypatch, capsys):
+    """The command on the stored maps (the draw replaced by the test's configurations, so it
+    reads their rows back): the summary lines and the table's path on stdout; exit 0 when the
+    targets are met, 1 naming the target missed (the law without diffusion fails the band)."""
+    import attnsignal.validate as v
+
+    args = ["validate", "--out", str(real_map.out), "--seed", "5", "--runs", "128",
+            "--n-samples", "1000", "--budget", "3e7", "--quiet", "--executor", "serial"]
+    monkeypatch.setattr(v, "draw_configs", lambda n, seed: [REAL, FAST][:n])
+    s = real_map.summary()
+    met = (s["excess_fraction"] >= s["excess_target"] and s["band_fraction"] >= s["band_target"]
+           and s["silent_misses"] == 0)
+    assert main([*args, "--configs", "2"]) == (0 if met else 1)
+    text = capsys.readouterr().out
+    assert "2 configurations" in text and "band 80 ± 8 %" in text and "map.parquet" in text
+    monkeypatch.setattr(v, "draw_configs", lambda n, seed: [FAST])
+    monkeypatch.setattr(v, "MapSettings", lambda **kw: MapSettings(**kw, diffusion_scale=0.0))
+    assert main([*args, "--configs", "1"]) == 1
+    captured = capsys.readouterr()
+    assert "target(s) missed: band" in captured.err + captured.out
+    assert wrong_map.table.equals(v.MapResult.load(real_map.out).table)  # read back, not rerun
 
 
 def test_a_small_box_draws_inside_its_own_ranges():

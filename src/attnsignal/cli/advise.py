@@ -45,7 +45,7 @@ def advise_cmd(
     config: Optional[Path] = typer.Option(None, "--config", help="TOML file with a \\[model] table; flags override it"),
     out_dir: Path = typer.Option(Path("results/advise"), "--out", help="output directory (advice.parquet, advice.png, advice.pdf)"),
     plot: bool = typer.Option(True, "--plot/--no-plot", help="write advice.png and advice.pdf"),
-    max_evaluations: Optional[str] = typer.Option(None, "--max-evaluations", help="at most this many effective-dynamics runs (>= 5; default: 40); the search stops there and says so"),
+    max_evaluations: Optional[str] = typer.Option(None, "--max-evaluations", help="at most this many effective-dynamics runs comparing schedules (>= 4; default: 40); the search stops there and says so"),
     quiet: bool = typer.Option(False, "--quiet", help="no progress bar"),
 ) -> None:
     """Advise step sizes that bring the mean |ρ| to --target in the fewest samples.

@@ -32,7 +32,7 @@ def validate_cmd(
                                  "(integer >= 2)"),
     n_samples: Optional[str] = option("--n-samples", Integer(ge=100), 4000, "reduced draws per "
                                       "moment node of the effective dynamics (integer >= 100)"),
-    budget: Optional[str] = option("--budget", Real(gt=0.0), "1.2e9", "most chain work per "
+    budget: Optional[str] = option("--budget", Real(gt=0.0), "6e8", "most chain work per "
                                    "configuration, runs × steps × batch × (L + 32) "
                                    "token-samples (> 0)"),
     out_dir: Path = typer.Option(Path("results/validate"), "--out",

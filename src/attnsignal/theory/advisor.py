@@ -70,11 +70,10 @@ from scipy.special import gammaln
 
 from ..config import ConfigError, ModelConfig, StepSize
 from ..schedules import TabulatedStep
-from ..validation import Boolean, Integer, Optional, validated
+from ..validation import Boolean, Integer, Optional, Real, validated
 from ._checks import BATCH, MODEL, RHO0, SEED, TARGET, UPDATE
 from .effective import (BlockBudgetExceeded, EffectiveDynamics, MomentTable, _z_max,
-                        effective_dynamics,
-                        moment_table)
+                        effective_dynamics, moment_table, within_tolerance)
 from .finite_step import second_order_coefficient
 from .landscape import landscape
 
@@ -89,9 +88,9 @@ _CUT = 1.5
 #: records of an evaluation: log-spaced over the horizon, and dense around the expected hit
 _LOG_RECORDS = 120
 _DENSE_RECORDS = 100
-#: the fewest evaluations an advice needs: the feedback schedule (twice if its horizon must
-#: grow), the fitted power law, and the final runs of the advice and of the optimal schedule
-MIN_EVALUATIONS = 5
+#: the fewest evaluations an advice needs: the fitted power law, one candidate of the
+#: search, and the final runs of the advice and of the optimal schedule
+MIN_EVALUATIONS = 4
 
 
 
@@ -119,7 +118,9 @@ class Advice:
     rho_path, eta_path : ``ρ`` and ``η*`` along the optimal mean path (model units)
     dynamics, optimal_dynamics : the effective dynamics under ``step`` and ``optimal`` (with
         their standard errors and diagnostic: the advice is as good as these predictions)
-    evaluations : effective-dynamics runs used (at most ``max_evaluations``)
+    evaluations : effective-dynamics runs that compared and reported schedules (at most
+        ``max_evaluations``); calibration : those of the feedback schedule that set the moment
+        table's draws
     notes : one line each, e.g. that the search ended at the evaluation budget
     """
 
@@ -138,16 +139,14 @@ class Advice:
     optimal_dynamics: EffectiveDynamics
     evaluations: int = 0
     notes: tuple[str, ...] = ()
+    calibration: int = 0
 
     def describe(self) -> str:
         lines = [f"advised step: {self.step.describe()}",
                  f"predicted samples to mean |rho| = {self.target:g}: {self.samples:,}",
                  f"best schedule searched: {self.optimal_samples:,} samples "
                  f"(time-optimal mean path alone: {self.mean_path_samples:,}; "
-                 f"{self.evaluations} effective-dynamics runs)"]
-        diag = getattr(self.dynamics, "diagnostic", None)
-        if diag is not None and diag.verdict != "ok":
-            lines.append(diag.message)
+                 f"{self.evaluations + self.calibration} effective-dynamics runs)"]
         return "\n".join([*lines, *self.notes])
 
 
@@ -187,12 +186,12 @@ def _start_abs(model: ModelConfig, initial_alignment: float | None) -> float:
            initial_alignment=Optional(RHO0), n_samples=Integer(ge=100), seed=SEED,
            tune=Boolean(), search=Integer(ge=0, le=200),
            max_evaluations=Integer(ge=MIN_EVALUATIONS, le=1000),
-           max_blocks=Optional(Integer(ge=1)))
+           max_blocks=Optional(Integer(ge=1)), tolerance=Optional(Real(gt=0.0, lt=1.0)))
 def advise_schedule(model: ModelConfig, target: float, *, batch: int = 1,
                     update: str = "projected", initial_alignment: float | None = None,
                     n_samples: int = 4000, seed: int = 0, tune: bool = True,
                     search: int = _SEARCH, max_evaluations: int = 40,
-                    max_blocks: int | None = 200_000,
+                    max_blocks: int | None = 200_000, tolerance: float | None = 0.01,
                     progress: Callable[[int, int], None] | None = None) -> Advice:
     """Advise a step-size schedule that brings the mean ``|ρ|`` to ``target`` in the fewest
     samples (module docstring).
@@ -207,12 +206,19 @@ def advise_schedule(model: ModelConfig, target: float, *, batch: int = 1,
     tune : refine the fitted power-law step by minimising its predicted samples
     search : at most this many effective-dynamics runs for the search of the optimal schedule
         (module docstring; 0: the better of the feedback schedule and the advised power law)
-    max_evaluations : at most this many effective-dynamics runs in all (>= 5: the feedback
-        schedule, the fitted power law, a margin for a longer horizon, and the two final
-        runs); the tuning and the search stop when it is used up (``Advice.notes`` says so)
+    max_evaluations : at most this many effective-dynamics runs compare and report schedules
+        (>= 4: the fitted power law, the tuning's and the search's candidates, and the two
+        final runs); the tuning and the search stop when it is used up (``Advice.notes`` says
+        so). The feedback schedule's runs that set the moment table's draws come on top: one,
+        and one more per extension of the table (at most four, to ``16 × n_samples``), each
+        with one retry over a longer horizon
     max_blocks : each run's block budget (a candidate that needs more is discarded; the
         feedback schedule or the final runs needing more raise
         :class:`~attnsignal.theory.effective.BlockBudgetExceeded`, one line)
+    tolerance : the predictions' tolerance on the mean ``|ρ|`` (as :func:`effective_dynamics`):
+        the moment table gets more draws while the Monte-Carlo error of the feedback
+        schedule's prediction takes more than half of it, and the final runs warn when their
+        predicted error exceeds it (None: neither)
     progress : called as ``progress(done, max_evaluations)`` after each run
 
     Returns
@@ -273,13 +279,24 @@ def advise_schedule(model: ModelConfig, target: float, *, batch: int = 1,
 
     ev = _Evaluator(model, target, table, initial_alignment=initial_alignment, batch=batch,
                     update=update, seed=seed, n_samples=n_samples, budget=max_evaluations,
-                    max_blocks=max_blocks, progress=progress)
+                    max_blocks=max_blocks, progress=progress, tolerance=tolerance)
     horizon = max(4 * k_path, 1000)
     focus = float(k_path)
-    k_opt, ed_opt = ev(optimal, horizon, focus)
-    if not math.isfinite(k_opt):
-        horizon *= 4
-        k_opt, ed_opt = ev(optimal, horizon, focus)
+
+    def feedback(t: MomentTable) -> EffectiveDynamics:
+        # the feedback schedule on table ``t``, over a horizon 4× longer if it does not hit
+        nonlocal horizon
+        ev.use(t)
+        k, ed = ev(optimal, horizon, focus, final=True, counted=False)
+        if not math.isfinite(k) and horizon == max(4 * k_path, 1000):
+            horizon *= 4
+            k, ed = ev(optimal, horizon, focus, final=True, counted=False)
+        return ed
+
+    # with more draws while its Monte-Carlo error takes more than half the tolerance, as
+    # effective_dynamics does for a table of its own (every candidate then shares the table)
+    ed_opt, _ = within_tolerance(feedback, table, tolerance)
+    k_opt = _hit(ed_opt, target)
     if math.isfinite(k_opt):
         focus = k_opt
     cut = int(math.ceil(_CUT * focus)) + 2 if math.isfinite(k_opt) else None
@@ -364,7 +381,8 @@ def advise_schedule(model: ModelConfig, target: float, *, batch: int = 1,
                   mean_path_samples=samples(kz[np.searchsorted(np.abs(np.tanh(zf)), target)]
                                             if np.abs(np.tanh(zf[-1])) >= target else math.inf),
                   rho_path=np.tanh(z_at_k), eta_path=etas, dynamics=ed_adv,
-                  optimal_dynamics=ed_best, evaluations=ev.count, notes=tuple(ev.notes))
+                  optimal_dynamics=ed_best, evaluations=ev.count, notes=tuple(ev.notes),
+                  calibration=ev.calibration)
 
 
 
@@ -379,15 +397,21 @@ class _Evaluator:
 
     def __init__(self, model: ModelConfig, target: float, table: MomentTable, *,
                  initial_alignment: float | None, batch: int, update: str, seed: int,
-                 n_samples: int, budget: int, max_blocks: int | None, progress: Any):
-        self.model, self.target, self.table = model, target, table
-        self.pooled = (table if table.replicates == 0 else
-                       replace(table, replicate_a=None, replicate_b=None))
+                 n_samples: int, budget: int, max_blocks: int | None, progress: Any,
+                 tolerance: float | None):
+        self.model, self.target, self.tolerance = model, target, tolerance
+        self.use(table)
         self.kw = dict(initial_alignment=initial_alignment, batch=batch, update=update,
                        seed=seed, n_samples=n_samples, max_blocks=max_blocks)
         self.budget, self.progress = budget, progress
-        self.count = 0
+        self.count = self.calibration = 0
         self.notes: list[str] = []
+
+    def use(self, table: MomentTable) -> None:
+        """Evaluate on ``table`` from now on (its pooled moments for the candidates)."""
+        self.table = table
+        self.pooled = (table if table.replicates == 0 else
+                       replace(table, replicate_a=None, replicate_b=None))
 
     def remaining(self) -> int:
         return self.budget - self.count
@@ -410,24 +434,26 @@ class _Evaluator:
             self.notes.append(note)
 
     def __call__(self, step: Any, horizon: int, focus: float, cut: int | None = None,
-                 final: bool = False) -> tuple[float, Any]:
+                 final: bool = False, counted: bool = True) -> tuple[float, Any]:
         rec = _records(horizon, focus)
         if cut is not None and cut < horizon:
             rec = [r for r in rec if r < cut] + [cut]
-        self.count += 1
+        self.count += counted
+        self.calibration += not counted
         try:
             with warnings.catch_warnings():
                 if not final:
                     warnings.simplefilter("ignore")
                 ed = effective_dynamics(self.model, step, steps=rec[-1], record=rec,
                                         moments=self.table if final else self.pooled,
-                                        tolerance=0.01 if final else None, **self.kw)
+                                        tolerance=self.tolerance if final else None,
+                                        **self.kw)
         except BlockBudgetExceeded:
             if final:
                 raise
             return math.inf, None
         finally:
-            if self.progress is not None:
+            if self.progress is not None and counted:
                 self.progress(self.count, self.budget)
         return _hit(ed, self.target), ed
 

@@ -100,7 +100,7 @@ __all__ = ["BlockBudgetExceeded", "Diagnostic", "EffectiveDynamics",
            "EffectiveDynamicsAccuracyError", "EffectiveDynamicsAccuracyWarning", "MomentTable",
            "OneStepMoments", "effective_dynamics", "grid_spacing", "max_grid_nodes",
            "moment_table", "one_step_moments", "schedule_etas", "record_schedule",
-           "check_pool_memory", "z_max"]
+           "check_pool_memory", "z_max", "within_tolerance"]
 
 _BLOCK_SD = 0.05          # largest spread of a block from a node that carries mass (in z)
 _ETA_CHANGE = 0.01        # largest relative change of η within a sub-block
@@ -1137,3 +1137,22 @@ def effective_dynamics(model: ModelConfig, step: Any, *, steps: int,
             raise EffectiveDynamicsAccuracyError(diag.message)
         warnings.warn(diag.message, EffectiveDynamicsAccuracyWarning, stacklevel=3)
     return ed
+
+
+def within_tolerance(evolve: Any, table: MomentTable, tolerance: float | None
+                     ) -> tuple[EffectiveDynamics, MomentTable]:
+    """``evolve(table)`` (an :class:`EffectiveDynamics` on a shared moment table, e.g. the
+    schedule advisor's or the accuracy map's), evolved again on the same table with more draws
+    (:func:`~.moments.extend_table`, within its ``max_samples``) while its Monte-Carlo error
+    takes more than half of ``tolerance`` — what :func:`effective_dynamics` does for a table of
+    its own. Returns the last prediction and the table it used (None: no extension)."""
+    ed = evolve(table)
+    while tolerance is not None and np.isfinite(mc := ed.diagnostic.mc_error) \
+            and mc > _MC_SHARE * tolerance:
+        bigger = extend_table(table, min(16.0, max(2.0, 1.2 * (mc / (_MC_SHARE * tolerance))
+                                                   ** 2)))
+        if bigger is table:
+            break
+        table = bigger
+        ed = evolve(table)
+    return ed, table

@@ -82,7 +82,7 @@ class MapSettings(Config):
     runs: int = 128
     seed: int = 27
     n_samples: int = 4000
-    budget: float = 1.2e9
+    budget: float = 6e8
     max_steps: int = 50_000
     max_blocks: int | None = 20_000
     tolerance: float = 0.01

@@ -177,16 +177,24 @@ def write_outputs(result: "MapResult") -> None:
 
 
 def docs_section(result: "MapResult", figure: str, command: str, box: str,
-                 timing: tuple[float, float, int | None] | None = None) -> str:
+                 timing: tuple[Any, ...] | None = None) -> str:
     """The documentation section (between the markers): how the map is drawn, its summary,
     the misses, the figure ``figure`` (a path relative to the page) and the table.
-    ``timing``: the command's wall and CPU seconds and the cores it ran on."""
+    ``timing``: the command's wall and CPU seconds, the cores it ran on and optionally the
+    ``(lowest, highest)`` load average seen."""
     s = result.settings
     took = []
     if timing is not None:
-        wall, cpu, cores = timing
+        wall, cpu, cores, *load = timing
         took = ["", f"That command took {wall / 60:.1f} minutes of wall time and "
-                f"{cpu / 60:.1f} CPU-minutes (itself and its workers) on {cores} cores."]
+                f"{cpu / 60:.1f} CPU-minutes (itself and its workers) on {cores} cores"]
+        if load:
+            lo, hi = load[0]
+            took[-1] += f" (load average {lo:.1f}–{hi:.1f})"
+            if cores and hi > cores + 0.5:
+                took[-1] += (": other work shared the machine, so the wall time is not what "
+                             "the map takes on an idle one")
+        took[-1] += "."
     return "\n".join([
         BEGIN,
         "",

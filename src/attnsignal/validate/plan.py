@@ -59,6 +59,9 @@ RECORDS = 100
 PLAN_RECORDS = 400
 #: fewest steps of a run
 MIN_STEPS = 100
+#: the tolerance on the predicted mean ``|ρ|`` the prediction is held to (its draws grow while
+#: its Monte-Carlo error takes more than half of it; its diagnostic checks it)
+TOLERANCE = 0.01
 #: fixed cost of one chain update in tokens' worth (as the reproduction's scheduler counts it)
 CHAIN_OVERHEAD = 32
 
@@ -212,7 +215,8 @@ def predict(cfg: MapConfig, *, runs: int, budget: float, max_steps: int, n_sampl
     """The schedule, run length and prediction of ``cfg`` (module docstring). ``seed`` seeds
     the reduced draws (``κ_B`` and the one-step moments); ``diffusion_scale`` is passed to the
     effective dynamics (1: the real one; 0: a deliberately wrong law for tests)."""
-    from ..theory.effective import BlockBudgetExceeded, effective_dynamics, moment_table
+    from ..theory.effective import (BlockBudgetExceeded, effective_dynamics, moment_table,
+                                    within_tolerance)
 
     t_start, c_start = time.perf_counter(), time.process_time()
     model = cfg.model
@@ -237,34 +241,49 @@ def predict(cfg: MapConfig, *, runs: int, budget: float, max_steps: int, n_sampl
                           n_samples=n_samples, plan_seconds=time.perf_counter() - t_start,
                           plan_cpu=time.process_time() - c_start, **kw)
 
-    def evolve(n: int, every: int) -> tuple[Any, list]:
-        with warnings.catch_warnings(record=True) as caught:
+    caught: list = []
+
+    def evolve(n: int, every: int, moments: Any) -> Any:
+        with warnings.catch_warnings(record=True) as seen:
             warnings.simplefilter("always")
             ed = effective_dynamics(model, step, steps=n, batch=cfg.batch, update=cfg.update,
                                     record_every=every, seed=seed, n_samples=n_samples,
-                                    moments=table, max_blocks=max_blocks,
+                                    moments=moments, max_blocks=max_blocks,
                                     diffusion_scale=diffusion_scale)
-        return ed, caught
+        caught[:] = seen
+        return ed
 
     horizon = min(cap, max(MIN_STEPS, 4 * k_ode)) if k_ode > 0 else cap
     every = max(1, horizon // PLAN_RECORDS)
     try:
         while True:
             every = max(1, horizon // PLAN_RECORDS)
-            ed, caught = evolve(horizon, every)
+            ed = evolve(horizon, every, table)
             hit = ed.hitting_step(LEVEL)
             if horizon >= cap or (hit >= 0 and 2 * hit <= horizon):
                 break
             horizon = min(cap, max(4 * horizon, 2 * hit) if hit >= 0 else 8 * horizon)
-        # the runs' length and records, and the prediction at exactly those (the same
-        # table; one more evolution unless the planning one was the runs')
+        # the runs' length and records, and the prediction at exactly those (on the same
+        # table, with more draws while its Monte-Carlo error takes more than half the
+        # tolerance, as effective_dynamics does for a table of its own)
         if hit >= 0:
             steps = min(horizon, every * math.ceil(max(2 * hit, MIN_STEPS) / every))
         else:
             steps = horizon
         rec_every = every * max(1, steps // (RECORDS * every))
-        if (steps, rec_every) != (horizon, every):
-            ed, caught = evolve(steps, rec_every)
+        planned, evolved = ed, []
+
+        def runs_prediction(t: Any) -> Any:
+            if t is table and (steps, rec_every) == (horizon, every):
+                return planned  # the planning evolution was the runs'
+            e = evolve(steps, rec_every, t)
+            evolved.append(float(e.timings["evolve_s"]))
+            return e
+
+        t0 = time.perf_counter()
+        ed, final = within_tolerance(runs_prediction, table, TOLERANCE)
+        # beyond the last evolution: the added draws (and the evolutions they replaced)
+        t_more = max(0.0, time.perf_counter() - t0 - (evolved[-1] if evolved else 0.0))
     except BlockBudgetExceeded as exc:
         empty = np.zeros(0)
         return base(steps=horizon, record_every=every, predicted_hit=-1,
@@ -277,6 +296,6 @@ def predict(cfg: MapConfig, *, runs: int, budget: float, max_steps: int, n_sampl
     return base(steps=steps, record_every=rec_every, predicted_hit=hit,
                 record_steps=np.asarray(ed.steps, dtype=np.int64), mean_abs=ed.mean_abs,
                 q10=q10, q90=q90, mean_abs_se=se, verdict=verdict, causes=causes,
-                seconds={"moments": t_moments, "evolve": float(ed.timings["evolve_s"]),
-                         "total": t_moments + float(ed.timings["evolve_s"])},
-                extra={"diagnostic": numbers, "draws": float(table.n_samples)})
+                seconds={"moments": t_moments + t_more, "evolve": float(ed.timings["evolve_s"]),
+                         "total": t_moments + t_more + float(ed.timings["evolve_s"])},
+                extra={"diagnostic": numbers, "draws": float(final.n_samples)})
