@@ -228,14 +228,6 @@ class RunConfig(Config):
         return record_steps(self.steps, every, self.record).tolist()
 
 
-def int_ge(lo: int) -> tuple[Any, str, Any]:
-    """Deprecated: the ``(predicate, description, coerce)`` row of an integer ``>= lo`` from
-    before :mod:`attnsignal.validation` (kept so that code written against it still runs; it
-    is built from ``validation.Integer(ge=lo)``, the one source of the rule and its words)."""
-    c = Integer(ge=lo)
-    return (c.accepts, c.describe(), int)
-
-
 # --------------------------------------------------------------------------- variants
 
 

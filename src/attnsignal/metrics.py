@@ -3,9 +3,7 @@
 For attention weights ``α ∈ Δ^{L−1}`` (last axis) with the first ``R`` tokens informative:
 
 - informative mass ``m = Σ_{i<R} α_i``;
-- largest nuisance weight ``max_{i>=R} α_i`` (0 when there are no nuisance tokens);
-- entropy ``H(α) = −Σ α_i log α_i`` (nats, ``0 log 0 = 0``);
-- effective number of tokens ``1/||α||²`` (between 1 and ``L``).
+- largest nuisance weight ``max_{i>=R} α_i`` (0 when there are no nuisance tokens).
 
 The alignment is ``ρ = <q, ξ>`` for unit ``q`` and ``ξ``; it is always kept signed.
 """
@@ -18,8 +16,6 @@ __all__ = [
     "alignment",
     "informative_mass",
     "max_nuisance_weight",
-    "attention_entropy",
-    "effective_tokens",
 ]
 
 
@@ -38,12 +34,3 @@ def max_nuisance_weight(alpha: np.ndarray, n_informative: int) -> np.ndarray:
         return np.zeros(alpha.shape[:-1])
     return alpha[..., n_informative:].max(axis=-1)
 
-
-def attention_entropy(alpha: np.ndarray) -> np.ndarray:
-    with np.errstate(divide="ignore", invalid="ignore"):
-        t = np.where(alpha > 0, alpha * np.log(alpha), 0.0)
-    return -t.sum(axis=-1)
-
-
-def effective_tokens(alpha: np.ndarray) -> np.ndarray:
-    return 1.0 / np.einsum("...l,...l->...", alpha, alpha)

@@ -22,8 +22,8 @@ from typing import Any, Callable, Iterator
 
 from .validation import ConfigError
 
-__all__ = ["check_output_dir", "check_output_file", "read_toml", "file_lock", "output_in_use",
-           "check_output_free", "REPRODUCTION_LOCK"]
+__all__ = ["check_output_dir", "read_toml", "file_lock", "output_in_use", "check_output_free",
+           "REPRODUCTION_LOCK"]
 
 #: held (``flock``) in its output directory while ``attnsignal reproduce`` writes into it
 REPRODUCTION_LOCK = ".reproduce.lock"
@@ -51,13 +51,6 @@ def _probe_writable(d: Path, field: str, text: str) -> None:
     except OSError as exc:
         raise ConfigError(field, f"must be in a writable directory ({_describe_os_error(exc)})",
                           text) from None
-
-
-def _name_max(d: Path) -> int:
-    try:
-        return int(os.pathconf(d, "PC_NAME_MAX"))
-    except (OSError, ValueError):
-        return 255
 
 
 def check_output_dir(path: Any, field: str = "out", create: bool = True) -> Path:
@@ -105,23 +98,6 @@ def check_output_dir(path: Any, field: str = "out", create: bool = True) -> Path
     except OSError as exc:
         raise ConfigError(field, f"must be a directory that can be created "
                                  f"({_describe_os_error(exc)})", text) from None
-
-
-def check_output_file(path: Any, field: str = "out") -> Path:
-    """``path`` as a file that can be (re)written: its directory passes
-    :func:`check_output_dir` and the path itself is not a directory or device; its name is
-    not too long. Returns the path."""
-    if path is None or str(path) == "":
-        raise ConfigError(field, "must name a file to write", "" if path is None else str(path))
-    p = Path(path)
-    text = str(path)
-    if p.exists() and not p.is_file():
-        raise ConfigError(field, "must be a regular file (or not exist yet)", text)
-    check_output_dir(p.parent if str(p.parent) else Path("."), field)
-    max_name = _name_max(p.parent if str(p.parent) else Path("."))
-    if len(os.fsencode(p.name)) + 16 > max_name:  # room for the temporary's prefix/suffix
-        raise ConfigError(field, f"must have a file name of at most {max_name - 16} bytes", text)
-    return p
 
 
 def read_toml(path: Any, field: str = "config") -> dict[str, Any]:

@@ -46,7 +46,7 @@ class Result:
     run_ids : (runs,) global run indices (``first_run`` ...)
     q_final : (runs, d) final unit queries (vector engines), else None
     q_records : (runs, records, d) queries at the records when asked for, else None
-    schedule : the step-size schedule ``η_k`` (``Result.step`` is an old name for it)
+    schedule : the step-size schedule ``η_k``
     method : ``"sga"`` (attention's stochastic gradient ascent) or the baseline estimator
         (``"mean"``, ``"pca"``, ``"oja"``, ``"oracle"``, see :func:`attnsignal.baseline`)
     """
@@ -71,8 +71,10 @@ class Result:
     # -------------------------------------------------------------- convenience
     @property
     def step(self) -> StepSize:
-        """The step-size schedule (old name of :attr:`schedule`; not to be confused with
-        :attr:`steps`, the step index of each record)."""
+        """Deprecated (:mod:`attnsignal.deprecations`): :attr:`schedule`."""
+        from .deprecations import warn
+
+        warn("attnsignal.results:Result.step")
         return self.schedule
 
     @property

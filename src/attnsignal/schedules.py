@@ -43,7 +43,7 @@ from typing import Any, ClassVar, Mapping
 import numpy as np
 
 from .validation import (
-    Config, ConfigError, Instance, Integer, Optional, Real, Sequence,
+    Config, ConfigError, Instance, Integer, OneOf, Optional, Real, Sequence,
 )
 
 __all__ = [
@@ -53,11 +53,9 @@ __all__ = [
     "PiecewiseStep",
     "TabulatedStep",
     "SCHEDULES",
+    "KINDS",
     "schedule_from_dict",
     "NotRobbinsMonroWarning",
-    "step_sizes",
-    "ode_time",
-    "step_at_time",
 ]
 
 #: Sums up to this many terms are exact (float64 cumulative sums); beyond, closed forms or
@@ -583,40 +581,26 @@ SCHEDULES: dict[str, type[Schedule]] = {
 }
 
 
+#: A registered family's ``kind`` (read from :data:`SCHEDULES` at each check).
+KINDS = OneOf(lambda: tuple(SCHEDULES))
+
+
 def schedule_from_dict(data: Mapping[str, Any], prefix: str = "step.") -> Schedule:
     """A schedule from its table: ``kind`` picks the family (none: ``"power"``), the other keys
     are its fields. Raises ``ConfigError`` for an unknown kind or key or a bad value."""
     if isinstance(data, Schedule):
         return data
-    if not isinstance(data, Mapping):
-        raise ConfigError(prefix.rstrip(".") or "step", "must be a table with a 'kind' and "
-                          "the fields of that family", data)
-    kind = data.get("kind", "power")
-    cls = SCHEDULES.get(kind) if isinstance(kind, str) else None
-    if cls is None:
-        raise ConfigError(prefix + "kind", "must be one of " + ", ".join(map(repr, SCHEDULES)),
-                          kind)
+    Instance(Mapping, "table with a 'kind' and the fields of that family").check(
+        prefix.rstrip(".") or "step", data)
+    cls = SCHEDULES[KINDS.check(prefix + "kind", data.get("kind", StepSize.kind))]
     return cls.from_dict({k: v for k, v in data.items() if k != "kind"}, prefix=prefix)
-
-
-def schedule_fields(kind: str) -> list[str]:
-    """The keys of a ``kind`` table (``kind`` itself included)."""
-    return ["kind", *SCHEDULES[kind].field_names()]
 
 
 # --------------------------------------------------------------------------- old names
 
 
-def step_sizes(step: Schedule, k: np.ndarray | int | slice) -> np.ndarray:
-    """``η_k`` for an integer array (or range) of update indices ``k >= 0`` (``step.eta(k)``)."""
-    return step.eta(k)
+def __getattr__(name: str) -> Any:
+    """``step_sizes``, ``ode_time`` and ``step_at_time``: deprecated (:mod:`attnsignal.deprecations`)."""
+    from .deprecations import module_attribute
 
-
-def ode_time(step: Schedule, ks: Any) -> np.ndarray:
-    """``t_k = Σ_{j<k} η_j`` at each step index in ``ks`` (``step.ode_time(ks)``)."""
-    return step.ode_time(ks)
-
-
-def step_at_time(step: Schedule, t: Any, k_max: int = K_MAX) -> np.ndarray:
-    """Smallest ``k`` with ``t_k >= t`` (``step.step_at_time(t, k_max)``)."""
-    return step.step_at_time(t, k_max)
+    return module_attribute(__name__, name)

@@ -58,6 +58,7 @@ __all__ = [
     "AnyOf",
     "Predicate",
     "Name",
+    "TABLE",
     "validate_fields",
     "check_keys",
     "required_fields",
@@ -698,6 +699,10 @@ class AnyOf(Constraint):
 
     def counterexamples(self) -> tuple[Any, ...]:
         return tuple(v for c in self.cs for v in c.counterexamples())
+
+
+#: A table (a mapping: a TOML table, a dict).
+TABLE = Instance(Mapping, "table")
 
 
 # --------------------------------------------------------------------------- tables

@@ -50,7 +50,8 @@ def test_cli_baseline_record_list_and_config_file(tmp_path):
     (["--method", "mean", "--eta0", "0.1"], "step: is only used by method 'oja'"),
     (["--theta", "-1"], "theta: must be a finite number >= 0; got -1"),
     (["--steps", "0"], "steps: must be an integer >= 1; got 0"),
-    (["--record", "1,x"], "record: must be 'log' or a comma-separated list of integers"),
+    (["--record", "1,x"], "record: must be 'linear', 'log' or a strictly increasing list of step "
+                          "indices >= 0 (or None); got '1,x'"),
 ])
 def test_cli_baseline_bad_input_is_one_line_and_status_2(argv, line, tmp_path, capsys):
     assert main(["baseline", *argv, "--out", str(tmp_path / "x"), "--no-plot"]) == 2

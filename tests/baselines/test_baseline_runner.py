@@ -66,7 +66,7 @@ def test_result_says_which_method_and_round_trips(tmp_path):
     # the running average's schedule: ode_time is the harmonic number H_k
     k = res.steps[-1]
     assert res.ode_time[-1] == pytest.approx(np.sum(1.0 / np.arange(1, k + 1)))
-    again = Result.from_frame(frame, res.model, res.step, res.run)
+    again = Result.from_frame(frame, res.model, res.schedule, res.run)
     assert again.method == "pca"
     oracle = baseline(MODEL, "oracle", samples=10, runs=2)
     assert np.allclose(oracle.informative_mass[:, 1:], 1.0)

@@ -39,7 +39,7 @@ def test_save_load_round_trips_exactly(result, tmp_path):
     for name in ("alignment", "informative_mass", "max_nuisance_weight", "ode_time", "steps",
                  "q_final", "q_records", "diverged", "diverged_step", "run_ids"):
         np.testing.assert_array_equal(getattr(back, name), getattr(result, name), err_msg=name)
-    assert back.model == result.model and back.step == result.step and back.run == result.run
+    assert back.model == result.model and back.schedule == result.schedule and back.run == result.run
     man = json.loads((tmp_path / "r" / "manifest.json").read_text())
     assert man["seed"] == 3 and man["engine"] == "literal" and man["update"] == "projected"
     assert man["version"] == asg.__version__ and man["robbins_monro"] is True
@@ -102,7 +102,7 @@ def test_cli_config_file_and_flag_override(tmp_path):
     assert main(["run", "--config", str(cfg), "--runs", "3", "--out", str(out), "--quiet",
                  "--no-plot"]) == 0
     r = asg.Result.load(out)
-    assert r.model.d == 6 and r.run.runs == 3 and r.run.seed == 9 and r.step.eta0 == 0.05
+    assert r.model.d == 6 and r.run.runs == 3 and r.run.seed == 9 and r.schedule.eta0 == 0.05
 
 
 def test_cli_help_explains_every_option():
@@ -129,12 +129,12 @@ def test_bad_input_from_a_subprocess_has_no_traceback(tmp_path):
 
 
 def test_result_rebuilt_from_its_frame_is_the_same(result):
-    back = asg.Result.from_frame(result.to_frame(), result.model, result.step, result.run)
+    back = asg.Result.from_frame(result.to_frame(), result.model, result.schedule, result.run)
     for name in ("alignment", "informative_mass", "max_nuisance_weight", "ode_time", "steps",
                  "diverged", "run_ids"):
         np.testing.assert_array_equal(getattr(back, name), getattr(result, name), err_msg=name)
     with pytest.raises(ValueError, match="every \\(run, step\\) pair exactly once"):
-        asg.Result.from_frame(result.to_frame().iloc[1:], result.model, result.step, result.run)
+        asg.Result.from_frame(result.to_frame().iloc[1:], result.model, result.schedule, result.run)
 
 
 def test_save_figure_keeps_dots_in_the_name_and_writes_png_and_pdf(tmp_path):

@@ -13,9 +13,8 @@ import pytest
 
 import attnsignal as asg
 from attnsignal.schedules import (
-    SCHEDULES, ConstantStep, PiecewiseStep, Schedule, StepSize, TabulatedStep, ode_time,
+    SCHEDULES, ConstantStep, PiecewiseStep, Schedule, StepSize, TabulatedStep,
     schedule_from_dict,
-    step_at_time, step_sizes,
 )
 from attnsignal.validation import Real
 
@@ -46,7 +45,7 @@ def _literal_eta(s, k: int) -> float:
 def test_step_sizes_follow_the_formula():
     s = asg.StepSize(0.2, k0=50, power=0.8)
     k = np.arange(1000)
-    np.testing.assert_allclose(step_sizes(s, k), 0.2 * (1 + k / 50) ** -0.8, rtol=1e-15)
+    np.testing.assert_allclose(s.eta(k), 0.2 * (1 + k / 50) ** -0.8, rtol=1e-15)
 
 
 @pytest.mark.parametrize("s", FAMILIES, ids=lambda s: s.kind)
@@ -82,9 +81,9 @@ def test_step_at_time_inverts_ode_time(s):
 def test_power_family_inverse_with_the_old_module_functions(power):
     s = asg.StepSize(0.05, k0=100, power=power)
     ks = np.array([0, 1, 17, 999, 5000, 150_000])
-    t = ode_time(s, ks)
+    t = s.ode_time(ks)
     assert t[0] == 0 and np.all(np.diff(t) > 0)
-    np.testing.assert_array_equal(step_at_time(s, t), ks)
+    np.testing.assert_array_equal(s.step_at_time(t), ks)
 
 
 @pytest.mark.parametrize("s", FAMILIES, ids=lambda s: s.kind)
@@ -232,7 +231,7 @@ def test_a_non_power_schedule_survives_save_and_load(tmp_path):
         r = asg.simulate(MODEL, PIECE, steps=30, runs=2, engine="chain")
     r.save(tmp_path / "r")
     back = asg.Result.load(tmp_path / "r")
-    assert back.step == PIECE
+    assert back.schedule == PIECE
     np.testing.assert_array_equal(back.ode_time, PIECE.ode_time(r.steps))
 
 

@@ -318,8 +318,11 @@ def test_load_of_a_missing_manifest_is_still_a_file_not_found_error(tmp_path):
 
 
 def test_old_name_step_is_the_schedule(pair):
+    from attnsignal.deprecations import OldNameWarning
+
     a, _ = pair
-    assert a.step is a.schedule == STEP
+    with pytest.warns(OldNameWarning):
+        assert a.step is a.schedule == STEP
     assert a.steps[0] == 0
 
 

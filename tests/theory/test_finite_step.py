@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 from attnsignal.config import ConfigError, ModelConfig, StepSize
-from attnsignal.schedules import step_sizes
 from attnsignal.theory import (
     constant_step_plateau,
     corrected_drift,
@@ -71,13 +70,13 @@ def test_samples_to_reach_is_consistent():
     step = StepSize(0.02, 1000, 0.75)
     res = samples_to_reach(MODEL, step, 0.95, batch=2, n_samples=5000)
     assert res.ode_steps > 0 and np.isfinite(res.ode_time)
-    assert res.eta_at_hit == pytest.approx(float(step_sizes(step, res.ode_steps)))
+    assert res.eta_at_hit == pytest.approx(float(step.eta(res.ode_steps)))
     assert res.reachable_at_hit == (res.eta_at_hit <= res.eta_max)
     # the two checks agree: the step is small enough iff its plateau clears the target
     assert res.reachable_at_hit == (res.plateau_at_hit >= 0.95)
     assert res.steps >= res.ode_steps and res.samples == 2 * res.steps
     if not res.reachable_at_hit:
-        assert float(step_sizes(step, res.steps)) <= res.eta_max * (1 + 1e-9)
+        assert float(step.eta(res.steps)) <= res.eta_max * (1 + 1e-9)
 
 
 def test_samples_to_reach_with_a_larger_target_waits_for_the_step():

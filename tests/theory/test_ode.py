@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 from attnsignal.config import ConfigError, ModelConfig, StepSize
-from attnsignal.schedules import ode_time, step_at_time
 from attnsignal.theory import flow, landscape, solve_ode
 
 MODEL = ModelConfig(100, 500, 10_000, 0.25)
@@ -50,9 +49,9 @@ def test_hitting_steps_follow_the_schedule():
     sol = solve_ode(MODEL, 0.1, step=step)
     for target, k in sol.hitting_steps.items():
         t = sol.hitting_times[target]
-        assert k == step_at_time(step, t)
-        assert ode_time(step, [k - 1])[0] < t <= ode_time(step, [k])[0]
-    np.testing.assert_array_equal(sol.steps_at([0.0, 50.0]), step_at_time(step, [0.0, 50.0]))
+        assert k == step.step_at_time(t)
+        assert step.ode_time([k - 1])[0] < t <= step.ode_time([k])[0]
+    np.testing.assert_array_equal(sol.steps_at([0.0, 50.0]), step.step_at_time([0.0, 50.0]))
 
 
 def test_stationary_and_attracting_starts():

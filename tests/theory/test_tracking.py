@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 from attnsignal.config import ConfigError, ModelConfig, StepSize
-from attnsignal.schedules import step_at_time
 from attnsignal.theory import plot_landscape, plot_ode, plot_sa_diagnostics, sa_diagnostics, tracking
 
 # high signal-to-noise small model: the ODE reaches |ρ| = 0.99 at t ≈ 0.73
@@ -16,7 +15,7 @@ T = 3.0
 
 def _run(sim, eta0, update, runs=200, seed=1, model=MODEL, rho0=0.1):
     step = StepSize(eta0, 100, 0.75)
-    K = int(step_at_time(step, T)) + 1
+    K = int(step.step_at_time(T)) + 1
     return sim(model, step, steps=K, runs=runs, update=update, initial_alignment=rho0, seed=seed,
                record_every=max(1, K // 100))
 
@@ -78,6 +77,6 @@ def test_sa_diagnostics_martingale_windows_shrink(chain_simulate, tmp_path):
 def test_plots_write_png_and_pdf(chain_simulate, tmp_path):
     paths = plot_landscape(ModelConfig(1000, 10, 200, 0.25), tmp_path / "land", n_samples=2000)
     res = _run(chain_simulate, 0.01, "riemannian", runs=20)
-    paths += plot_ode(MODEL, 0.1, tmp_path / "ode", step=res.step, result=res)
+    paths += plot_ode(MODEL, 0.1, tmp_path / "ode", step=res.schedule, result=res)
     assert [p.suffix for p in paths] == [".png", ".pdf", ".png", ".pdf"]
     assert all(p.exists() and p.stat().st_size > 1000 for p in paths)

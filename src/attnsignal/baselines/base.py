@@ -54,7 +54,7 @@ METHODS: dict[str, str] = {
 
 #: The running average written as stochastic approximation: ``M_{k+1} = M_k + η_k (m − M_k)``
 #: with ``η_k = 1/(k + 1) = 1·(1 + k/1)^(−1)``. The mean, the oracle and PCA's second moment
-#: all use it; their ``Result.step`` is this schedule (so ``ode_time`` is the harmonic number).
+#: all use it; their ``Result.schedule`` is this schedule (so ``ode_time`` is the harmonic number).
 RUNNING_AVERAGE = StepSize(eta0=1.0, k0=1.0, power=1.0)
 
 
@@ -98,12 +98,7 @@ class BaselineConfig:
 
     def etas(self, k0: int, k1: int) -> np.ndarray:
         """``η_k`` for ``k = k0 .. k1 − 1`` (float64)."""
-        ks = np.arange(k0, k1, dtype=np.int64)
-        if hasattr(self.step, "eta"):
-            return np.asarray(self.step.eta(ks), dtype=np.float64)
-        from ..schedules import step_sizes
-
-        return step_sizes(self.step, ks)
+        return np.asarray(self.step.eta(np.arange(k0, k1, dtype=np.int64)), dtype=np.float64)
 
 
 @dataclass(frozen=True)

@@ -151,8 +151,4 @@ def _check_size(model: ModelConfig, method: str, est: Any, samples: int, runs: i
 
 
 def _ode_time(step: Any, ks: np.ndarray) -> np.ndarray:
-    if hasattr(step, "ode_time"):
-        return np.asarray(step.ode_time(ks), dtype=np.float64)
-    from ..schedules import ode_time
-
-    return ode_time(step, ks)
+    return np.asarray(step.ode_time(ks), dtype=np.float64)

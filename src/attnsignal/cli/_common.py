@@ -22,7 +22,7 @@ from rich.progress import (
 from ..config import ConfigError, ModelConfig, RunConfig
 from ..engines import engine_names
 from ..schedules import SCHEDULES, Schedule, StepSize, schedule_from_dict
-from ..validation import Constraint, Instance, OneOf, Optional as Opt, check_keys, parse_text
+from ..validation import TABLE, Constraint, Instance, OneOf, Optional as Opt, check_keys
 
 console = Console(stderr=True)
 out = Console()
@@ -160,10 +160,6 @@ def config_options(names: Sequence[str], defaults: Mapping[str, Any],
     return wrap
 
 
-#: A command-line value as the validator should see it (see :func:`attnsignal.validation.parse_text`).
-parse_value = parse_text
-
-
 def load_toml(path: Path) -> dict[str, Any]:
     """The ``--config`` file: ConfigError (exit 2) when it is missing, a directory, a
     symbolic-link loop, unreadable, not UTF-8 or not TOML (:func:`attnsignal.paths.read_toml`)."""
@@ -187,8 +183,7 @@ def build_configs(
     data = load_toml(config_file) if config_file is not None else {}
     check_keys(data, tables, what="table")
     for name, table in data.items():
-        if not isinstance(table, dict):
-            raise ConfigError(str(name), "must be a table", table)
+        TABLE.check(str(name), table)
     file_step = data.get("step", {})
     kinds = STEP_TABLE["schedule"]
     file_kind = kinds.check("step.kind", file_step.get("kind", DEFAULT_SCHEDULE))

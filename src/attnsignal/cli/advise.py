@@ -15,7 +15,8 @@ import numpy as np
 import pandas as pd
 import typer
 
-from ..validation import ConfigError, Optional as Opt, Real, parse_text
+from ..paths import check_output_dir
+from ..validation import Optional as Opt, Real, parse_text
 from ._app import app
 from ._common import FIELD_TABLE, MODEL_FIELDS, build_configs, config_options, out
 
@@ -67,8 +68,7 @@ def advise_cmd(
         cmp_step = StepSize(eta0=_value(compare_eta0, "compare_eta0", Real(gt=0.0), None),
                             k0=_value(compare_k0, "compare_k0", Real(gt=0.0), 1000.0),
                             power=_value(compare_power, "compare_power", Real(ge=0.0), 1.0))
-    if out_dir.exists() and not out_dir.is_dir():
-        raise ConfigError("out", "must be a directory (or a path to create)", str(out_dir))
+    check_output_dir(out_dir, "out", create=False)  # a file, read-only...: before any work
 
     adv = advise_schedule(model, tgt, batch=b, update=upd, initial_alignment=r0, seed=sd)
     out.print(adv.describe(), soft_wrap=True)

@@ -11,6 +11,7 @@ import typer
 from rich.table import Table
 
 from ..config import ConfigError
+from ..records import RECORD
 from ._app import app
 from ._common import (
     MODEL_FIELDS, STEP_FIELDS, build_configs, config_options, fmt, load_toml, out,
@@ -60,11 +61,10 @@ def baseline_cmd(
     the final |ρ| beside the theory's E|ρ| and writes OUT/ (a Result with method set) and
     OUT/alignment.{png,pdf}.
     """
-    from ..baselines import baseline, baseline_theory, method_names
+    from ..baselines import baseline, baseline_theory
+    from ..baselines.base import METHOD
 
-    if method not in method_names():
-        raise ConfigError("method", "must be one of " + ", ".join(map(repr, method_names())),
-                          method)
+    METHOD.check("method", method)
     from ..paths import check_output_dir
 
     check_output_dir(out_dir, "out")  # a file, read-only, too long...: before any work
@@ -76,9 +76,7 @@ def baseline_cmd(
     if step_given and method != "oja":
         raise ConfigError("step", f"is only used by method 'oja' (got method {method!r})",
                           step.to_dict())
-    rec: Any = None
-    if record is not None:
-        rec = "log" if record.strip() == "log" else _parse_list(record)
+    rec = RECORD.check("record", RECORD.parse(record))
     result = baseline(model, method, samples=int(run["steps"]), runs=int(run["runs"]),
                       seed=int(run["seed"]), record_every=run.get("record_every"), record=rec,
                       step=step if (method == "oja" and step_given) else None)
@@ -101,10 +99,3 @@ def baseline_cmd(
     out.print(table)
     out.print(f"results in {out_dir}/")
 
-
-def _parse_list(text: str) -> list[int]:
-    try:
-        return [int(t) for t in text.split(",") if t.strip()]
-    except ValueError:
-        raise ConfigError("record", "must be 'log' or a comma-separated list of integers",
-                          text) from None

@@ -404,15 +404,6 @@ def _gamma_ge1(st, zt, a):
 
 
 @_jit
-def gamma(st, zt, a):
-    """Gamma(a, 1), a > 0 (a < 1 via Gamma(a + 1) U^{1/a})."""
-    if a >= 1.0:
-        return _gamma_ge1(st, zt, a)
-    g = _gamma_ge1(st, zt, a + 1.0)
-    return g * math.pow(1.0 - uniform(st), 1.0 / a)
-
-
-@_jit
 def chi2(st, zt, k):
     """χ²_k for an integer k >= 0. For k >= 2 the generator state is read once and written
     once, the draws in between running on registers (:func:`_gamma_ge1_regs`): a call

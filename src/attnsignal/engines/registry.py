@@ -13,12 +13,14 @@ engines are registered when :mod:`attnsignal.engines` is imported).
 
 from __future__ import annotations
 
-from ..config import ConfigError
+from ..validation import OneOf
 from .base import Engine
 
 __all__ = ["register", "get_engine", "engine_names", "engines_with"]
 
 _ENGINES: dict[str, Engine] = {}
+#: a registered engine's name (read from the registry at each check)
+_NAME = OneOf(lambda: tuple(_ENGINES))
 
 
 def register(engine: Engine, *, replace: bool = False) -> Engine:
@@ -43,11 +45,7 @@ def engine_names() -> tuple[str, ...]:
 
 def get_engine(name: str) -> Engine:
     """The engine called ``name``; ``ConfigError`` naming the registered ones otherwise."""
-    try:
-        return _ENGINES[name]
-    except (KeyError, TypeError):
-        raise ConfigError("engine", "must be one of " + ", ".join(map(repr, _ENGINES)),
-                          name) from None
+    return _ENGINES[_NAME.check("engine", name)]
 
 
 def engines_with(**capabilities: object) -> tuple[str, ...]:

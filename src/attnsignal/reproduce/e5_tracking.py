@@ -26,7 +26,6 @@ import numpy as np
 from ..config import ModelConfig, StepSize
 from ..plots import _plt, legend_below, save_figure
 from ..report import Section
-from ..schedules import step_at_time
 from ..validation import Integer, Real, Sequence
 from .context import ExperimentContext, sweep_spec
 from .effective_overlay import EffectivePath, effective_cost, effective_path, mean_gap
@@ -106,7 +105,7 @@ class E5Tracking(Experiment[E5Plan, E5Measurements]):
             # every point its own sweep: records dense enough (about 100 over [0, T]) to catch
             # the early transient, where the gap is largest
             st = p.schedule_at(eta0)
-            K = int(step_at_time(st, p.T)) + 1
+            K = int(st.step_at_time(p.T)) + 1
             steps_to_T.append(K)
             pending.append(ctx.submit(f"E5_eta{i}", sweep_spec(
                 m, st, seed=ctx.seed, runs=p.runs, steps=K, record_every=max(1, K // 100),
@@ -119,7 +118,7 @@ class E5Tracking(Experiment[E5Plan, E5Measurements]):
                 cost=effective_cost(m, p.effective_samples)))
         # SA diagnostics: the largest η0 continued to ODE time sa_T
         st = p.schedule_at(p.eta0s[0])
-        K = int(step_at_time(st, p.sa_T)) + 1
+        K = int(st.step_at_time(p.sa_T)) + 1
         long_pending = ctx.submit("E5_sa", sweep_spec(
             m, st, seed=ctx.seed, runs=min(p.runs, p.sa_runs), steps=K,
             spawn_key=ctx.spawn_key("sa"),

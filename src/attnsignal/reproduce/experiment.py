@@ -216,6 +216,4 @@ class Experiment(ABC, Generic[P, M]):
 
 def check_section(exp: Experiment[Any, Any], section: Any) -> None:
     """``ConfigError`` unless ``section`` is an instance of ``exp.Plan``."""
-    if not isinstance(section, exp.Plan):
-        raise ConfigError(f"plan.{exp.name}", f"must be a {exp.Plan.__name__}",
-                          type(section).__name__)
+    Instance(exp.Plan).check(f"plan.{exp.name}", section)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Mapping, TypeVar
 
-from ..validation import ConfigError, Integer, OneOf
+from ..validation import Integer, OneOf, check_keys
 
 if TYPE_CHECKING:
     from .experiment import Experiment, PlanSection
@@ -43,11 +43,8 @@ class Plan:
 
         OneOf("full", "quick").check("plan.mode", self.mode)
         seed = Integer(ge=0).check("plan.seed", self.seed)
-        names = [e.name for e in EXPERIMENTS]
-        for key in self.sections:
-            if key not in names:
-                raise ConfigError(f"plan.{key}", "unknown experiment; known are "
-                                  + ", ".join(names), key)
+        check_keys(self.sections, [e.name for e in EXPERIMENTS], prefix="plan.",
+                   what="experiment")
         full = dict(self.sections)
         for exp in EXPERIMENTS:
             sec = full.get(exp.name)

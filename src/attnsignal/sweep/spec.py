@@ -53,8 +53,8 @@ import numpy as np
 from ..config import ConfigError, ModelConfig, RunConfig
 from ..engines import get_engine
 from ..paths import read_toml
-from ..schedules import SCHEDULES, Schedule, StepSize, schedule_from_dict
-from ..validation import NOTHING, check_keys, required_fields
+from ..schedules import KINDS, SCHEDULES, Schedule, StepSize, schedule_from_dict
+from ..validation import NOTHING, TABLE, Instance, check_keys, required_fields
 
 if TYPE_CHECKING:
     from .slurm import SlurmOptions
@@ -70,11 +70,7 @@ TABLES = ("sweep", "model", "step", "grid", "slurm")
 
 
 def _step_class(table: Mapping[str, Any]) -> type:
-    kind = table.get("kind", "power")
-    if not isinstance(kind, str) or kind not in SCHEDULES:
-        raise ConfigError("step.kind", "must be one of " + ", ".join(map(repr, SCHEDULES)),
-                          kind)
-    return SCHEDULES[kind]
+    return SCHEDULES[KINDS.check("step.kind", table.get("kind", StepSize.kind))]
 
 
 def _field_names(sec: str, step_table: Mapping[str, Any] | None = None) -> list[str]:
@@ -187,12 +183,10 @@ class SweepSpec:
         (``{"model": {"theta": [...]}}``, what TOML makes of an unquoted dotted key).
 
         Raises ConfigError (see the class)."""
-        if not isinstance(data, Mapping):
-            raise ConfigError("spec", "must be a table with [sweep], [model], [step], [grid]", data)
+        Instance(Mapping, "table with [sweep], [model], [step], [grid]").check("spec", data)
         check_keys(data, TABLES, what="table")
         for name, table in data.items():
-            if not isinstance(table, Mapping):
-                raise ConfigError(str(name), "must be a table", table)
+            TABLE.check(str(name), table)
         tables = {sec: tuple((str(k), v) for k, v in data.get(sec, {}).items())
                   for sec in SECTIONS}
         return cls(sweep=tables["sweep"], model=tables["model"], step=tables["step"],

@@ -85,7 +85,6 @@ from typing import Any
 import numpy as np
 from numba import njit
 from scipy.interpolate import CubicSpline
-from scipy.special import ndtr
 
 from ..config import ConfigError, ModelConfig
 from ..seeds import stream
@@ -99,7 +98,6 @@ __all__ = ["BlockBudgetExceeded", "EffectiveDynamics", "MomentTable", "OneStepMo
            "effective_dynamics", "grid_spacing", "max_grid_nodes", "moment_table",
            "one_step_moments", "schedule_etas", "record_schedule"]
 
-_SQRT2PI = math.sqrt(2.0 * math.pi)
 _BLOCK_SD = 0.05          # largest spread of a block from a node that carries mass (in z)
 _ETA_CHANGE = 0.01        # largest relative change of η within a sub-block
 _MOVE = 0.02              # largest mean displacement of a non-stiff node per sub-block (in z)
@@ -436,36 +434,13 @@ def _moment_table(model: ModelConfig, z_max: float, etas_std: np.ndarray, batch:
 # --------------------------------------------------------------------------- the law
 
 
-def _hat_gaussian(mu: np.ndarray, var: np.ndarray, z0: float, h: float, G: int
-                  ) -> tuple[np.ndarray, np.ndarray]:
-    """Grid indices ``(n, W)`` and weights of ``N(mu, var)`` deposited with the hat kernel
-    after subtracting its variance ``h²/6``: mean and variance exact when ``var >= h²/6``.
-    Weights are the second differences of ``C(x) = E(Y − x)⁺``; rows sum to 1 (mass that
-    leaves the grid stays on the end node)."""
-    sig = np.sqrt(np.maximum(var - h * h / 6.0, 0.0))
-    half = int(math.ceil(float(np.max(5.5 * sig, initial=0.0)) / h)) + 2
-    centre = np.rint((mu - z0) / h).astype(np.int64)
-    j = centre[:, None] + np.arange(-half - 1, half + 2)[None, :]  # W + 2 knots
-    d = mu[:, None] - (z0 + j * h)
-    sg = sig[:, None]
-    pos = sg > 0
-    sgs = np.where(pos, sg, 1.0)
-    t = d / sgs
-    with np.errstate(under="ignore"):
-        pdf = np.exp(-0.5 * np.minimum(t * t, 1e6)) / _SQRT2PI
-    C = np.where(pos, sgs * pdf + d * ndtr(t), np.maximum(d, 0.0))
-    w = (C[:, :-2] - 2.0 * C[:, 1:-1] + C[:, 2:]) / h
-    w = np.maximum(w, 0.0)
-    idx = np.clip(j[:, 1:-1], 0, G - 1)
-    tot = w.sum(axis=1, keepdims=True)
-    w = w / np.where(tot > 0, tot, 1.0)
-    return idx, w
-
-
 @njit(cache=True, nogil=True)
 def _deposit_kernel(p, mu, var, z0, h, out):  # pragma: no cover
-    """``out += Σ_j p_j · hat-deposited N(mu_j, var_j − h²/6)`` (see :func:`_hat_gaussian`),
-    each node on its own window of ±5.5 standard deviations; rows normalised to 1."""
+    """``out += Σ_j p_j · hat-deposited N(mu_j, var_j − h²/6)``: the hat kernel's own variance
+    ``h²/6`` is subtracted first, so mean and variance are exact when ``var >= h²/6``. The
+    weights are the second differences of ``C(x) = E(Y − x)⁺``, each node on its own window of
+    ±5.5 standard deviations, rows normalised to 1 (mass that leaves the grid stays on the end
+    node)."""
     G = out.shape[0]
     inv_sqrt2pi = 1.0 / math.sqrt(2.0 * math.pi)
     for jn in range(mu.shape[0]):
@@ -506,7 +481,7 @@ def _deposit_kernel(p, mu, var, z0, h, out):  # pragma: no cover
 
 def _deposit(p_live: np.ndarray, mu: np.ndarray, var: np.ndarray, z0: float, h: float,
              G: int) -> np.ndarray:
-    """``Σ_j p_j N(mu_j, var_j)`` on the grid with the hat kernel (:func:`_hat_gaussian`)."""
+    """``Σ_j p_j N(mu_j, var_j)`` on the grid with the hat kernel (:func:`_deposit_kernel`)."""
     out = np.zeros(G)
     _deposit_kernel(np.ascontiguousarray(p_live), np.ascontiguousarray(mu),
                     np.ascontiguousarray(var), float(z0), float(h), out)

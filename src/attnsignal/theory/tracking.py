@@ -201,7 +201,7 @@ def sa_diagnostics(result, model: ModelConfig | None = None, *, T: float = 1.0,
     """
     model = result.model if model is None else model
     rho, t, steps, _ = _usable(result, None)
-    step = result.step
+    step = result.schedule
     batch = int(result.run.batch)
     update = str(result.run.update)
     dphi = dphi_interpolant(model, method)
