@@ -10,7 +10,7 @@ import numpy as np
 
 from .results import Result, atomic_write
 
-__all__ = ["save_figure", "plot_run", "band", "legend_below", "schedule_tex", "tex_powers"]
+__all__ = ["save_figure", "plot_run", "draw_theory", "band", "legend_below", "schedule_tex", "tex_powers"]
 
 
 def use_agg_unless_pyplot_is_loaded() -> None:
@@ -155,6 +155,21 @@ def band(values: np.ndarray, lo: float = 10, hi: float = 90) -> tuple[np.ndarray
                 np.nanpercentile(values, lo, axis=0),
                 np.nanpercentile(values, hi, axis=0),
             )
+
+
+def draw_theory(ax, xs: np.ndarray, lines, *, color: str = "black", label: bool = True) -> None:
+    """Draw :class:`~attnsignal.cli._beside.TheoryLines` on ``ax`` over ``xs``: the limiting
+    ODE dashed, the effective dynamics' mean dotted with its 10–90 % band hatched (no fill,
+    so that the simulated band stays visible)."""
+    if lines.ode is not None:
+        ax.plot(xs, lines.ode, color=color, ls="--", lw=1.4,
+                label=rf"limiting ODE from $|\rho_0|$ = {lines.rho0:.2g}" if label else None)
+    if lines.mean is not None:
+        ax.plot(xs, lines.mean, color="tab:green", ls=":", lw=2.0,
+                label="effective dynamics: mean" if label else None)
+        ax.fill_between(xs, lines.q10, lines.q90, facecolor="none", edgecolor="tab:green",
+                        hatch="///", lw=0.0, alpha=0.6,
+                        label="effective dynamics: 10–90 %" if label else None)
 
 
 def plot_run(

@@ -17,14 +17,18 @@ except ImportError:  # pragma: no cover - older typer on top of click
     from click import exceptions as _cx
 
 from ..config import ConfigError
-from ._app import UsageFailure, app
+from ._app import HelpCommand, UsageFailure, app
 
 __all__ = ["app", "main", "entry", "UsageFailure"]
 
 
 def _register() -> None:
     """Import the command modules (each registers its commands on ``app``)."""
-    from . import advise, baseline, bench, reproduce, run, sweep, theory  # noqa: F401
+    from . import advise, baseline, bench, compare, reproduce, run, sweep, theory  # noqa: F401
+
+    for info in app.registered_commands:  # help without <bool>, <str> or eaten [brackets]
+        if info.cls is None:
+            info.cls = HelpCommand
 
 
 #: Options whose value is a path: an empty value is refused before click sees it.

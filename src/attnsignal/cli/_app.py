@@ -7,11 +7,56 @@ imports them (:mod:`attnsignal.cli` registers the commands and runs the app).
 
 from __future__ import annotations
 
-import typer
+import re
+from typing import Any
 
-__all__ = ["app", "UsageFailure"]
+import typer
+from typer.core import TyperCommand, TyperGroup
+
+__all__ = ["app", "UsageFailure", "HelpCommand"]
+
+#: a ``[`` that rich would read as the start of markup (``[slurm]`` vanished from help texts)
+_OPEN_BRACKET = re.compile(r"(?<!\\)\[")
+#: the metavar of an option without one, by its click type's name (typer shows ``<str>``)
+_METAVARS = {"path": "PATH", "integer": "INT", "float": "NUMBER", "text": "TEXT",
+             "boolean": "BOOL"}
+
+
+def _plain(param: Any) -> Any:
+    """``param`` as the help shows it: no metavar on a flag (typer writes ``<bool>``), an
+    upper-case type name where an option has none (not ``<str>``), and its help with every
+    ``[`` escaped, so that rich prints ``[slurm]`` as written instead of taking it for markup.
+    Idempotent: an escaped ``\\[`` stays as it is."""
+    if getattr(param, "is_flag", False):
+        param.metavar = ""
+    elif getattr(param, "metavar", "") is None:
+        param.metavar = _METAVARS.get(getattr(param.type, "name", ""), "VALUE")
+    if getattr(param, "help", None):
+        param.help = _OPEN_BRACKET.sub(r"\\[", param.help)
+    return param
+
+
+class HelpCommand(TyperCommand):
+    """A command whose help shows its options plainly (:func:`_plain`)."""
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        return [_plain(p) for p in super().get_params(ctx)]
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        if self.help:
+            self.help = _OPEN_BRACKET.sub(r"\\[", self.help)
+        super().format_help(ctx, formatter)
+
+
+class _HelpGroup(TyperGroup):
+    """The root group, its options shown as :class:`HelpCommand` shows a command's."""
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        return [_plain(p) for p in super().get_params(ctx)]
+
 
 app = typer.Typer(
+    cls=_HelpGroup,
     name="attnsignal",
     help=(
         "Softmax attention discovering a hidden signal (arXiv 2606.22406): simulate SGA on "
