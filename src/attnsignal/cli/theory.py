@@ -454,17 +454,23 @@ def ode_cmd(
     table.add_column("target |ρ|", justify="right")
     table.add_column("ODE time t", justify="right")
     table.add_column("step k", justify="right")
+    if ed is not None:
+        table.add_column("effective dynamics: mean |ρ_k| reaches it at step", justify="right")
     for x in TARGETS:
         h = sol.hitting_times[x]
         k = sol.hitting_steps[x]
         if stationary:
-            table.add_row(f"{x:g}", "never (ρ0 is a fixed point)", "—")
+            row = [f"{x:g}", "never (ρ0 is a fixed point)", "—"]
         elif not math.isfinite(h):
             reached = "not reached" + (f" by t = {tmax:g}" if tmax is not None else "")
-            table.add_row(f"{x:g}", reached, "—")
+            row = [f"{x:g}", reached, "—"]
         else:
             ks = "never (Σ η_k < t)" if k > _K_UNREACHABLE else f"{k:,}"
-            table.add_row(f"{x:g}", f"{h:.8g}", ks)
+            row = [f"{x:g}", f"{h:.8g}", ks]
+        if ed is not None:
+            ke = ed.hitting_step(x)
+            row.append(f"{ke:,} (first record)" if ke >= 0 else f"not by {rc.steps:,}")
+        table.add_row(*row)
     out.print(table)
     att = basins.attractor_of(r0)
     if att is None:
@@ -473,15 +479,18 @@ def ode_cmd(
     else:
         out.print(f"ρ0 = {r0:+.6g} lies in the basin of ρ = {att:+g}", soft_wrap=True)
     _print_fixed_points(basins, fp_method)
-    if tr is not None:
+    if tr is not None and gaps is None:  # with --effective, the gaps table says it
         what = "|ρ|" if tr.mode == "abs" else "ρ"
         out.print(f"simulation: {tr.runs} {run['engine']}-engine runs of {int(run['steps']):,} "
                   f"steps from ρ0 = {r0:+.6g} (seed {run['seed']})", soft_wrap=True)
         out.print(f"max gap |mean {what} − ODE| = {tr.gap:.4g} at t = {tr.gap_time:.4g} "
                   f"(over t <= {tr.T:.4g}); ODE inside mean ± 1.96 se at "
                   f"{tr.fraction_inside:.0%} of the records", soft_wrap=True)
+    if tr is not None and gaps is not None:
+        out.print(f"simulation: {tr.runs} {run['engine']}-engine runs of {int(run['steps']):,} "
+                  f"steps from ρ0 = {r0:+.6g} (seed {run['seed']})", soft_wrap=True)
     if ed is not None:
-        _print_effective(ed, eff_frame, rc, r0, TARGETS, sol, stationary)
+        _print_effective(ed, eff_frame, rc, r0)
     if gaps is not None:
         _print_gaps(gaps, tr.runs)
     files = [out_dir / "trajectory.parquet", *paths]
@@ -617,8 +626,7 @@ def _effective_compare(cmp: pd.DataFrame, result, ed, ode_at, keep: np.ndarray
     return cmp, gaps
 
 
-def _print_effective(ed, frame: pd.DataFrame, rc: RunConfig, r0: float, targets, sol,
-                     stationary: bool) -> None:
+def _print_effective(ed, frame: pd.DataFrame, rc: RunConfig, r0: float) -> None:
     out.print(f"effective dynamics: law of ρ_k over {rc.steps:,} steps from ρ0 = {r0:+.6g} "
               f"(batch {rc.batch}, {rc.update} update, moments seed {rc.seed}; "
               f"{ed.timings['total_s']:.2f} s)", soft_wrap=True)
@@ -632,22 +640,18 @@ def _print_effective(ed, frame: pd.DataFrame, rc: RunConfig, r0: float, targets,
                       f"{r['effective_mean_abs_rho']:.4f}", f"{r['effective_q10_abs_rho']:.4f}",
                       f"{r['effective_q90_abs_rho']:.4f}")
     out.print(table)
-    for x in targets:
-        k = ed.hitting_step(x)
-        k_ode = sol.hitting_steps.get(x, -1) if not stationary else -1
-        eff = f"step {k:,} (first record)" if k >= 0 else f"not by step {rc.steps:,}"
-        ode = f"step {k_ode:,}" if 0 <= k_ode <= _K_UNREACHABLE else "never"
-        out.print(f"mean |ρ| >= {x:g}: effective dynamics {eff}; limiting ODE {ode}",
-                  soft_wrap=True)
 
 
 def _print_gaps(gaps: dict, runs: int) -> None:
-    """One line per theory: its largest gap to the simulated mean |ρ| with the standard error
+    """One row per theory: its largest gap to the simulated mean |ρ| with the standard error
     of that mean there, and the largest excess over 3 standard errors."""
+    table = Table(title=f"theory against the simulated mean |ρ| ({runs} runs)")
+    for head in ("theory", "max gap", "± se", "at step", "ODE time t", "max(gap − 3 se)"):
+        table.add_column(head, justify="right")
     for name, key in (("limiting ODE", "ode"), ("effective dynamics", "effective")):
         g = gaps[key]
-        out.print(f"max gap |sim mean |ρ| − {name}| = {g['gap']:.4g} ± {g['se']:.2g} (se of "
-                  f"the mean over {runs} runs) at step {g['step']:,} (t = {g['t']:.4g}); "
-                  f"max(gap − 3 se) = {g['excess_3se']:+.4g}", soft_wrap=True)
+        table.add_row(name, f"{g['gap']:.4g}", f"{g['se']:.2g}", f"{g['step']:,}",
+                      f"{g['t']:.4g}", f"{g['excess_3se']:+.4g}")
+    out.print(table)
     out.print(f"effective 10–90 % band of |ρ| holds {gaps['band']:.1%} of the (run, record) "
               "pairs after the first 5 % of the records (80 % expected)", soft_wrap=True)
