@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 
 import typer
+from typer.core import TyperCommand
 
 try:  # typer >= 0.25 vendors click
     from typer._click import exceptions as _cx
@@ -27,7 +28,7 @@ def _register() -> None:
     from . import advise, baseline, bench, compare, reproduce, run, sweep, theory  # noqa: F401
 
     for info in app.registered_commands:  # help without <bool>, <str> or eaten [brackets]
-        if info.cls is None:
+        if info.cls is None or info.cls is TyperCommand:
             info.cls = HelpCommand
 
 
