@@ -179,11 +179,14 @@ def plot_run(
     x: str = "step",
     overlay: Callable | None = None,
     title: str | None = None,
+    attention: Result | None = None,
 ) -> list[Path]:
     """Two panels: |ρ| per run (thin), mean and 10–90 % band; informative mass (mean, band).
 
     ``x`` is ``"step"`` or ``"ode_time"``. ``overlay(ax)`` may draw more on the alignment panel
-    (e.g. the ODE solution). Returns the written paths (PNG, PDF).
+    (e.g. the ODE solution). ``attention``: the result whose attention weights the second panel
+    shows (default ``result``; a baseline estimator has none of its own). Returns the written
+    paths (PNG, PDF).
     """
     plt = _plt()
     xs = result.steps if x == "step" else result.ode_time
@@ -203,11 +206,14 @@ def plot_run(
     ax1.grid(alpha=0.3)
     ax1.legend(loc="lower right", fontsize=9.5)
 
-    m = result.informative_mass[:, 1:]
+    att = result if attention is None else attention
+    if attention is not None:
+        xs = att.steps if x == "step" else att.ode_time
+    m = att.informative_mass[:, 1:]
     mm, mlo, mhi = band(m)
     ax2.fill_between(xs[1:], mlo, mhi, color="tab:orange", alpha=0.25, label="10–90 %")
     ax2.plot(xs[1:], mm, color="tab:red", lw=2, label=r"mean informative mass $\Sigma_{i\in I}\,\alpha_i$")
-    w = result.max_nuisance_weight[:, 1:]
+    w = att.max_nuisance_weight[:, 1:]
     ax2.plot(xs[1:], np.nanmean(w, axis=0), color="gray", lw=1.2, label="mean largest nuisance weight")
     md = result.model
     ax2.axhline(md.n_informative / md.n_tokens, color="k", ls=":", lw=1, label="R/L (uniform attention)")

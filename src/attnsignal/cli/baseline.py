@@ -123,7 +123,7 @@ def _plot(result, stem: Path, method: str, curve: np.ndarray, preset: Optional[s
 
     def overlay(ax):
         xs = np.asarray(result.steps)
-        ax.plot(xs, curve, color="black", lw=1.4, ls="-.", label=f"{method}: theory E|ρ|")
+        ax.plot(xs, curve, color="black", lw=1.4, ls="-.", label=rf"{method}: theory $\mathrm{{E}}|\rho|$")
         if sga is not None:
             m = np.abs(sga.alignment).mean(axis=0)
             lo, hi = np.quantile(np.abs(sga.alignment), [0.1, 0.9], axis=0)
@@ -132,6 +132,6 @@ def _plot(result, stem: Path, method: str, curve: np.ndarray, preset: Optional[s
                     label=f"attention (SGA, {sga.engine}): mean and 10–90 %")
             draw_theory(ax, np.asarray(sga.steps), lines, color="tab:purple")
 
-    plot_run(result, stem, overlay=overlay,
+    plot_run(result, stem, overlay=overlay, attention=sga,
              title=f"{method} baseline beside attention — {model.n_tokens} tokens in "
                    f"R^{model.d}, θ = {model.theta:g}")
