@@ -228,7 +228,7 @@ def test_landscape_shows_a_progress_bar_unless_quiet(tmp_path, capsys):
     assert main(args) == 0
     loud = capsys.readouterr()
     assert "landscape" in loud.err and "2/2" in loud.err and "eta" in loud.err, loud.err  # method + fixed points
-    assert main([*args, "--quiet"]) == 0
+    assert main([*args, "--quiet", "--overwrite"]) == 0
     assert "2/2" not in capsys.readouterr().err
 
 
