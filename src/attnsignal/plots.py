@@ -204,14 +204,13 @@ def plot_run(
     ax1.set_ylabel(r"$|\rho| = |\langle q, \xi\rangle|$")
     ax1.set_title("alignment")
     ax1.grid(alpha=0.3)
-    ax1.legend(loc="lower right", fontsize=9.5)
 
     att = result if attention is None else attention
     if attention is not None:
         xs = att.steps if x == "step" else att.ode_time
     m = att.informative_mass[:, 1:]
     mm, mlo, mhi = band(m)
-    ax2.fill_between(xs[1:], mlo, mhi, color="tab:orange", alpha=0.25, label="10–90 %")
+    ax2.fill_between(xs[1:], mlo, mhi, color="tab:orange", alpha=0.25, label="informative mass: 10–90 %")
     ax2.plot(xs[1:], mm, color="tab:red", lw=2, label=r"mean informative mass $\Sigma_{i\in I}\,\alpha_i$")
     w = att.max_nuisance_weight[:, 1:]
     ax2.plot(xs[1:], np.nanmean(w, axis=0), color="gray", lw=1.2, label="mean largest nuisance weight")
@@ -221,7 +220,6 @@ def plot_run(
     ax2.set_xlabel(ax1.get_xlabel())
     ax2.set_title("attention on informative tokens")
     ax2.grid(alpha=0.3)
-    ax2.legend(loc="upper left", fontsize=9.5)
     fig.suptitle(
         title
         or (
@@ -231,5 +229,7 @@ def plot_run(
         ),
         fontsize=10,
     )
-    fig.tight_layout()
+    h1, l1 = ax1.get_legend_handles_labels()
+    h2, l2 = ax2.get_legend_handles_labels()
+    legend_below(fig, h1 + h2, l1 + l2, ncol=3, fontsize=9.5)  # outside the data
     return save_figure(fig, stem)
