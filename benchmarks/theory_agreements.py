@@ -13,7 +13,6 @@ import warnings
 import numpy as np
 import attnsignal as asg
 from attnsignal.config import ModelConfig, StepSize
-from attnsignal.schedules import step_at_time
 from attnsignal.theory import (landscape, drift_mc, vector_field, constant_step_plateau,
                                tracking, fixed_points, landscape_verdict)
 
@@ -54,7 +53,7 @@ M = ModelConfig(4, 20, 20, 1.5)
 for update in ("riemannian", "projected"):
     gaps = []
     for eta0 in (0.04, 0.02, 0.01, 0.005):
-        st = StepSize(eta0, 100, 0.75); K = int(step_at_time(st, 3.0)) + 1
+        st = StepSize(eta0, 100, 0.75); K = int(st.step_at_time(3.0)) + 1
         r = asg.simulate(M, st, steps=K, runs=200, update=update, initial_alignment=0.1, seed=1,
                          record_every=max(1, K // 100), engine="chain")
         gaps.append(tracking(r, T=3.0).gap)

@@ -39,7 +39,7 @@ relabel the rows), and the queries' shapes. A directory of format ``attnsignal.r
 loads, with the row, id and shape checks only: a damaged or altered data file is found only
 where it breaks them.
 
-Every load failure is a :class:`ResultFileError` (a ``ConfigError``, a ``ValueError``) with a
+Every load failure is a :class:`ResultFileError` (a ``ValueError``) with a
 one-line message that names the file: ``path: <what is wrong>; got '<file>'``.
 """
 
@@ -57,7 +57,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 import pandas as pd
 
-from .validation import ConfigError
+from .validation import short_repr
 from .paths import check_output_dir, file_lock
 
 __all__ = [
@@ -91,13 +91,20 @@ _OWN_TEMP = re.compile(r"^\.(manifest\.json|result\.[^/]*parquet|q_(final|record
 _MAX_DETAIL = 160
 
 
-class ResultFileError(ConfigError):
-    """A file of a saved result is missing, unreadable, damaged or of an unknown format.
+class ResultFileError(ValueError):
+    """A file of a saved result is missing, unreadable, damaged or of an unknown format: bad
+    data on disk, not a bad argument (so not a ``ConfigError``); a ``ValueError``, like a
+    malformed JSON document.
 
-    One line, naming the file: ``path: <problem>; got '<file>'``."""
+    One line, naming the file: ``path: <problem>; got '<file>'`` (``.file``, ``.problem``)."""
 
     def __init__(self, file: str | os.PathLike[str], problem: str):
-        super().__init__("path", _one_line(problem), str(file))
+        self.file = str(file)
+        self.problem = _one_line(problem)
+        super().__init__(f"path: {self.problem}; got {short_repr(self.file)}")
+
+    def __reduce__(self):  # picklable across process pools
+        return (type(self), (self.file, self.problem))
 
 
 class ResultMissingError(ResultFileError, FileNotFoundError):

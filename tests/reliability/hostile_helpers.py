@@ -24,6 +24,7 @@ import numpy as np
 
 from attnsignal.cli import main
 from attnsignal.config import ConfigError
+from attnsignal.persistence import ResultFileError
 
 _PROGRESS = re.compile(r"(eta [-:0-9]+|\d+/\d+ \d+:\d\d:\d\d|━)")
 
@@ -58,12 +59,13 @@ def run_cli(args: list[str], capsys) -> Ending:
 
 
 def call(fn, *args, **kwargs) -> tuple[str, object]:
-    """``fn(*args, **kwargs)`` classified: ("refused", ConfigError) or ("ok", value)."""
+    """``fn(*args, **kwargs)`` classified: ("refused", the one-line ConfigError — or
+    ResultFileError, for a damaged saved result) or ("ok", value)."""
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
         try:
             return "ok", fn(*args, **kwargs)
-        except ConfigError as exc:
+        except (ConfigError, ResultFileError) as exc:
             assert "\n" not in str(exc), str(exc)
             assert len(str(exc)) < 600, str(exc)
             return "refused", exc

@@ -1,5 +1,6 @@
 """Hostile Python calls (issue 15, classes 1, 4, 5, 6, 8), property-based where it fits:
-every call returns a correct, finite result or raises a one-line ConfigError — no other
+every call returns a correct, finite result or raises a one-line ConfigError (for a damaged
+saved result: a one-line ResultFileError) — no other
 exception, no raw numpy warning, no silent NaN/inf, no hang."""
 
 from __future__ import annotations

@@ -133,7 +133,7 @@ def _one_line_naming(exc: BaseException, name: str) -> str:
     msg = str(exc)
     assert "\n" not in msg, msg
     assert name in msg, msg
-    assert isinstance(exc, ConfigError)
+    assert isinstance(exc, ValueError) and not isinstance(exc, ConfigError)  # bad data
     return msg
 
 

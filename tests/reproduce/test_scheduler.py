@@ -90,8 +90,15 @@ def test_calls_queue_with_the_small_sweeps_costliest_first(tmp_path):
             fut.result(timeout=5)
 
 
-def test_a_call_runs_in_a_worker_and_returns_its_value_or_its_error():
-    pool = SharedPool(workers=1)
+def test_a_call_runs_in_a_worker_and_returns_its_value_or_its_error(tmp_path):
+    """...and the worker's warm-up record and kernel locks are in the pool's work_dir (which
+    its caller removes), nowhere else."""
+    import tempfile
+
+    from attnsignal.reproduce.scheduler import KERNEL_GROUPS
+
+    before = set(os.listdir(tempfile.gettempdir()))
+    pool = SharedPool(workers=1, work_dir=tmp_path)
     try:
         ok = pool.call(math.fsum, [0.1] * 10, cost=5.0)
         bad = pool.call(math.sqrt, -1.0)
@@ -100,6 +107,10 @@ def test_a_call_runs_in_a_worker_and_returns_its_value_or_its_error():
             bad.result(timeout=120)
     finally:
         pool.shutdown()
+    names = set(os.listdir(tmp_path))
+    assert {f".kernels.{g}" for g in KERNEL_GROUPS} <= names
+    assert any(n.startswith("worker-") for n in names)
+    assert not [n for n in set(os.listdir(tempfile.gettempdir())) - before if "kernels" in n]
 
 
 def test_compute_without_a_local_pool_runs_in_this_process_and_is_profiled(tmp_path):
@@ -152,18 +163,6 @@ def test_workers_warm_different_kernel_groups_at_once_then_load_the_others(tmp_p
     assert sorted(e for e in events if e.startswith("second")) == [
         "second chain in", "second chain out", "second effective in", "second effective out"]
     assert list(_in_turns(["chain", "effective"], None)) == ["chain", "effective"]
-
-
-def test_the_pool_removes_its_warm_up_locks_at_shutdown():
-    from attnsignal.reproduce.scheduler import KERNEL_GROUPS, SharedPool
-
-    pool = SharedPool(workers=1)
-    out = list(pool.run([]))
-    assert out == []
-    for group in KERNEL_GROUPS:
-        open(f"{pool._warm_lock}.{group}", "a").close()
-    pool.shutdown()
-    assert not any(os.path.exists(f"{pool._warm_lock}.{group}") for group in KERNEL_GROUPS)
 
 
 _NO_NEW_KERNELS = r"""

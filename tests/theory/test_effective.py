@@ -180,7 +180,8 @@ def test_minibatches_from_the_pool_have_independent_batch_moments():
 
 def test_a_block_budget_bounds_the_evolution_with_one_line():
     """Small L with a large step: about one block per step. ``max_blocks`` stops the evolution
-    with a ConfigError naming the field (no unbounded work); with room it changes nothing."""
+    with one line naming the field (no unbounded work) — a RuntimeError, not a ConfigError: the
+    input was valid; with room it changes nothing."""
     from attnsignal.theory.effective import BlockBudgetExceeded
 
     model = ModelConfig(d=10, n_informative=20, n_nuisance=60, theta=0.6)
@@ -188,7 +189,8 @@ def test_a_block_budget_bounds_the_evolution_with_one_line():
     with pytest.raises(BlockBudgetExceeded, match="max_blocks") as info:
         effective_dynamics(model, step, steps=2000, record_every=500, n_samples=300,
                            max_blocks=20)
-    assert isinstance(info.value, ConfigError) and "\n" not in str(info.value)
+    assert isinstance(info.value, RuntimeError) and not isinstance(info.value, ConfigError)
+    assert "\n" not in str(info.value) and info.value.max_blocks == 20
     free = effective_dynamics(model, step, steps=40, record_every=10, n_samples=300)
     capped = effective_dynamics(model, step, steps=40, record_every=10, n_samples=300,
                                 max_blocks=int(free.timings["blocks"]))

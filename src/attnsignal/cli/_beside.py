@@ -66,7 +66,7 @@ def theory_lines(result, *, effective: bool = True) -> TheoryLines:
     if not effective:
         return lines
     try:
-        from ..theory.effective import effective_dynamics
+        from ..theory.effective import BlockBudgetExceeded, effective_dynamics
 
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore", RuntimeWarning)
@@ -77,7 +77,7 @@ def theory_lines(result, *, effective: bool = True) -> TheoryLines:
         if np.array_equal(np.asarray(ed.steps), np.asarray(result.steps)):
             lines.mean = np.asarray(ed.mean_abs)
             lines.q10, lines.q90 = (np.asarray(q) for q in ed.quantile([0.1, 0.9]))
-    except ConfigError as exc:
+    except (ConfigError, BlockBudgetExceeded) as exc:
         lines.notes.append(f"effective dynamics left out ({exc}); `attnsignal ode "
                            "--effective` computes it without a work bound")
     return lines

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import inspect
 import math
+import warnings
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Optional, Sequence
@@ -220,6 +221,26 @@ def build_configs(
     step = schedule_from_dict({"kind": kind, **sections["step"]}, prefix="")
     RunConfig(**{"steps": 1, **sections["run"]})  # validate now, before any work
     return model, step, sections["run"]
+
+
+@contextmanager
+def reported_warnings() -> Iterator[None]:
+    """Run the block recording the warnings a user must see — a schedule that is not
+    Robbins–Monro, runs that diverged — and print each, once, as one ``warning:`` line on
+    stderr after it (not when it raises: the error's one line is all that is said then)."""
+    from ..schedules import NotRobbinsMonroWarning
+    from ..simulate import DivergenceWarning
+
+    shown = (NotRobbinsMonroWarning, DivergenceWarning)
+    with warnings.catch_warnings(record=True) as caught:
+        for category in shown:
+            warnings.simplefilter("always", category)
+        yield
+    seen = set()
+    for w in caught:
+        if issubclass(w.category, shown) and str(w.message) not in seen:
+            seen.add(str(w.message))
+            console.print(f"[yellow]warning:[/] {w.message}")
 
 
 @contextmanager

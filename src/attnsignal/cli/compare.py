@@ -21,7 +21,7 @@ import typer
 from rich.table import Table
 
 from ..config import ConfigError
-from ._app import app
+from ._app import UsageFailure, app
 from ._common import console, fmt, out, out_option, output_dir, overwrite_option, progress_bar, quiet_option
 
 __all__ = ["compare_cmd", "configuration_table"]
@@ -63,7 +63,7 @@ def compare_cmd(
 
     Writes OUT/compare.{png,pdf} and OUT/compare.csv; prints the table.
     """
-    from ..persistence import ResultMissingError
+    from ..persistence import ResultFileError, ResultMissingError
     from ..results import Result
 
     if len(dirs) > MAX_RESULTS:
@@ -76,6 +76,8 @@ def compare_cmd(
             results.append(Result.load(d))
         except ResultMissingError:
             raise ConfigError("DIR", "must hold a saved result (manifest.json)", str(d)) from None
+        except ResultFileError as exc:
+            raise UsageFailure(f"DIR: must hold an intact saved result ({exc})") from None
     names = _names(dirs)
     out_dir = output_dir(out_dir, overwrite, "compare")
     table = configuration_table(results, names)

@@ -10,8 +10,8 @@ from rich.table import Table
 
 from ..config import ConfigError
 from ._app import HelpCommand, app
-from . import _slurm as slurm_flags
 from ._common import console, out
+from ._slurm import SlurmFlags, slurm_flags
 
 
 #: exit status when an experiment of the reproduction fails (1: a claim failed; 2: bad input)
@@ -41,6 +41,7 @@ class _ReproduceCommand(HelpCommand):
 @app.command("reproduce", cls=_ReproduceCommand,
              short_help="Reproduce the paper: every experiment and the claims table "
                         "(PASS / FAIL / \"holds only when …\").")
+@slurm_flags
 def reproduce_cmd(
     quick: bool = typer.Option(False, "--quick", help="a smoke test: every experiment at reduced size (under a minute on 2 cores); each claim checked as a proxy at its own, looser tolerance"),
     out_dir: Path = typer.Option(Path("reproduction"), "--out", help="output directory (report.md, report.html, figures/, data/)"),
@@ -51,15 +52,8 @@ def reproduce_cmd(
     only: Optional[str] = typer.Option(None, "--only", metavar="E1,E3", help="run only these experiments (comma-separated names) and those they need; the report and the claims table hold those"),
     quiet: bool = typer.Option(False, "--quiet", help="no progress bars"),
     profile: bool = typer.Option(False, "--profile", help="print where the wall time went (kernel compilation, each experiment's simulation, theory, figures, I/O); also written to OUT/profile.json"),
-    partition: Optional[str] = slurm_flags.PARTITION,
-    account: Optional[str] = slurm_flags.ACCOUNT,
-    walltime: Optional[str] = slurm_flags.WALLTIME,
-    memory: Optional[str] = slurm_flags.MEMORY,
-    cores_per_job: Optional[int] = slurm_flags.CORES,
-    jobs: Optional[int] = slurm_flags.JOBS,
-    sbatch: Optional[list[str]] = slurm_flags.SBATCH,
-    slurm_config: Optional[Path] = slurm_flags.CONFIG,
-    dry_run: bool = slurm_flags.DRY_RUN,
+    *,
+    slurm: SlurmFlags,
 ) -> None:
     """Reproduce the paper: every experiment, and a claims table (PASS / FAIL / "holds only
     when …"; in quick mode each row a proxy at its own tolerance).
@@ -93,21 +87,15 @@ def reproduce_cmd(
     OneOf("local", "dask", "slurm").check("executor", executor)
     Integer(ge=0).check("seed", seed)
     experiments = select(only)
-    if slurm_config is not None and executor != "slurm":
-        raise ConfigError("--slurm-config", "only with --executor slurm", str(slurm_config))
-    base = slurm_flags.options_file(slurm_config) if slurm_config is not None else None
-    slurm = slurm_flags.slurm_options(
-        executor, base, partition=partition, account=account, walltime=walltime, memory=memory,
-        cores=cores_per_job, jobs=jobs, sbatch=sbatch, dry_run=dry_run)
+    options = slurm.options(executor)
     from ..sweep.runner import check_executor_options
 
     check_executor_options(executor, scheduler, workers)  # before OUT is created
-    if slurm is not None:
+    if options is not None and slurm.dry_run:
         from ..sweep.slurm import slurm_job_script
 
-        if dry_run:
-            out.print(slurm_job_script(slurm), markup=False, highlight=False, soft_wrap=True)
-            return
+        out.print(slurm_job_script(options), markup=False, highlight=False, soft_wrap=True)
+        return
     check_output_dir(out_dir, "out", create=False)  # a file, read-only...: before any work
     plan = Plan.quick(seed) if quick else Plan.full(seed)
 
@@ -118,12 +106,12 @@ def reproduce_cmd(
                          log=(lambda s: None) if quiet else console.print)
 
     try:
-        if slurm is None:
+        if options is None:
             res = run(executor, scheduler)
         else:  # one set of Slurm jobs for every experiment: their sweeps use its scheduler
             from ..sweep.slurm import slurm_cluster
 
-            with slurm_cluster(slurm) as cluster:
+            with slurm_cluster(options) as cluster:
                 res = run("dask", cluster.scheduler_address)
     except ExperimentError as exc:  # the first failure's own traceback, then one line
         import sys

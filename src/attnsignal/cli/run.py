@@ -3,21 +3,20 @@ theory beside the simulation."""
 
 from __future__ import annotations
 
-import warnings
 from pathlib import Path
 from typing import Optional
 
 import typer
 from rich.table import Table
 
-from ..config import NotRobbinsMonroWarning, RunConfig
+from ..config import RunConfig
 from ..engines import fastest_engine, get_engine
-from ..simulate import DivergenceWarning, simulate
+from ..simulate import simulate
 from ._app import app
 from ._common import (
     MODEL_FIELDS, RUN_FIELDS, STEP_FIELDS, build_configs, config_options, console, fmt, out,
     out_option, output_dir, overwrite_option, preset_defaults, preset_option, preset_values,
-    progress_bar, quiet_option,
+    progress_bar, quiet_option, reported_warnings,
 )
 
 #: Run settings of ``attnsignal run`` beside its preset (the model, schedule, ``steps`` and
@@ -61,14 +60,10 @@ def run_cmd(
         run["engine"] = fastest_engine(model, RunConfig(**run))
     get_engine(run["engine"]).check(model, RunConfig(**run))  # before the progress bar
     out_dir = output_dir(out_dir, overwrite, "run")
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", NotRobbinsMonroWarning)
-        warnings.simplefilter("always", DivergenceWarning)
-        with progress_bar(int(run["steps"]), f"{run['engine']} · {run['runs']} runs", not quiet) as adv:
-            result = simulate(model, step, progress=adv, **run)
-    for w in caught:
-        if issubclass(w.category, (NotRobbinsMonroWarning, DivergenceWarning)):
-            console.print(f"[yellow]warning:[/] {w.message}")
+    with reported_warnings(), progress_bar(int(run["steps"]),
+                                           f"{run['engine']} · {run['runs']} runs",
+                                           not quiet) as adv:
+        result = simulate(model, step, progress=adv, **run)
     result.save(out_dir)
     if plot:
         from ..plots import draw_theory, plot_run

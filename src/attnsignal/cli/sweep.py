@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import signal
 import sys
-import warnings
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, Optional
@@ -18,10 +17,9 @@ from typing import Iterator, Optional
 import typer
 from rich.table import Table
 
-from ..config import NotRobbinsMonroWarning
 from ._app import UsageFailure, app
-from . import _slurm as slurm_flags
-from ._common import console, out
+from ._common import console, out, reported_warnings
+from ._slurm import SlurmFlags, slurm_flags
 
 _HELP = """Run a sweep over a grid of configurations, or report on one.
 
@@ -29,7 +27,8 @@ _HELP = """Run a sweep over a grid of configurations, or report on one.
 attnsignal sweep SPEC --out DIR [--executor local|dask|slurm]
     [--scheduler ADDRESS] [--workers N] [--chunk-runs K]
     [--partition P --account A --walltime T --memory M
-     --cores-per-job C --jobs J --sbatch OPT --dry-run]
+     --cores-per-job C --jobs J --sbatch OPT --slurm-config TOML
+     --dry-run]
   Run (or resume) the sweep described by the TOML file SPEC into DIR.
   Tasks are (grid point, chunk of runs); each writes one checksummed
   Parquet shard. Re-running the same command skips finished shards and
@@ -51,11 +50,13 @@ SPEC tables: \\[sweep] steps, runs, batch, engine, update, seed,
   "model.theta" = \\[0.5, 1.0] — the product of the axes is swept;
   \\[slurm] partition, account, walltime, memory, cores, jobs, sbatch,
   prologue, interface, log_directory, python (for --executor slurm;
-  the Slurm flags override it; --dry-run prints the job script).
+  the Slurm flags override it, and a --slurm-config file replaces it;
+  --dry-run prints the job script).
 """
 
 
 @app.command("sweep", help=_HELP, no_args_is_help=True)
+@slurm_flags
 def sweep_cmd(
     spec: str = typer.Argument(..., metavar="SPEC|status",
                                help="the TOML sweep spec, or the word 'status'"),
@@ -79,24 +80,16 @@ def sweep_cmd(
                                 "restarts of a broken local pool"),
     quiet: bool = typer.Option(False, "--quiet", help="no progress bar"),
     as_json: bool = typer.Option(False, "--json", help="status: print JSON"),
-    partition: Optional[str] = slurm_flags.PARTITION,
-    account: Optional[str] = slurm_flags.ACCOUNT,
-    walltime: Optional[str] = slurm_flags.WALLTIME,
-    memory: Optional[str] = slurm_flags.MEMORY,
-    cores_per_job: Optional[int] = slurm_flags.CORES,
-    jobs: Optional[int] = slurm_flags.JOBS,
-    sbatch: Optional[list[str]] = slurm_flags.SBATCH,
-    dry_run: bool = slurm_flags.DRY_RUN,
+    *,
+    slurm: SlurmFlags,
 ) -> None:
-    flags = dict(partition=partition, account=account, walltime=walltime, memory=memory,
-                 cores=cores_per_job, jobs=jobs, sbatch=sbatch, dry_run=dry_run)
     if spec == "status":
         given = {"--out": out_dir, "--scheduler": scheduler, "--workers": workers,
                  "--chunk-runs": chunk_runs}
         extra = [k for k, v in given.items() if v is not None]
         if executor != "local":
             extra.append("--executor")
-        extra += [f"--{k.replace('_', '-')}" for k, v in flags.items() if v]
+        extra += slurm.given()
         if extra:
             raise UsageFailure(f"{extra[0]}: not an option of 'sweep status DIR'; got it")
         if directory is None:
@@ -107,29 +100,28 @@ def sweep_cmd(
                            f"{str(directory)!r}")
     if as_json:
         raise UsageFailure("--json: only with 'sweep status DIR'; got it")
-    if out_dir is None and not dry_run:
+    if out_dir is None and not slurm.dry_run:
         raise UsageFailure("--out: required (the sweep directory); got nothing")
     raise typer.Exit(_run(Path(spec), out_dir, executor, scheduler, workers, chunk_runs,
-                          retries, quiet, flags))
+                          retries, quiet, slurm))
 
 
 def _run(spec_path: Path, out_dir: Path | None, executor: str, scheduler: str | None,
          workers: int | None, chunk_runs: int | None, retries: int, quiet: bool,
-         flags: dict) -> int:
+         flags: SlurmFlags) -> int:
     from ..sweep import SweepSpec, SweepStoreError, run_sweep
     from ..sweep.runner import check_executor_options
 
     spec = SweepSpec.from_toml(spec_path)  # ConfigError → one line, exit 2, nothing written
     check_executor_options(executor, scheduler, workers, chunk_runs, retries)
-    slurm = slurm_flags.slurm_options(executor, spec.slurm_options(), **flags)
-    if flags["dry_run"]:
+    slurm = flags.options(executor, spec.slurm_options())
+    if flags.dry_run:
         from ..sweep.slurm import slurm_job_script
 
         out.print(slurm_job_script(slurm), markup=False, highlight=False, soft_wrap=True)
         return 0
     assert out_dir is not None
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", NotRobbinsMonroWarning)
+    with reported_warnings():
         try:
             with _stopped_by_sigterm():
                 report = run_sweep(spec, out_dir, executor=executor, scheduler=scheduler,
@@ -141,9 +133,6 @@ def _run(spec_path: Path, out_dir: Path | None, executor: str, scheduler: str | 
             print(f"attnsignal: sweep stopped by {exc.signame}; finished shards are kept in "
                   f"{out_dir}/ — run the same command again to resume", file=sys.stderr)
             return 128 + exc.signum
-    for w in caught:
-        if issubclass(w.category, NotRobbinsMonroWarning):
-            console.print(f"[yellow]warning:[/] {w.message}")
     out.print(report.summary())
     if report.diverged:
         console.print(f"[yellow]warning:[/] {report.diverged} run(s) diverged (see the "

@@ -9,6 +9,9 @@
                ``--compare`` also simulates with the chain engine from ``ρ0`` and overlays the
                mean and the 10–90 % band, printing the max gap (:func:`~attnsignal.theory.tracking`).
 
+This module parses the options and prints; the analysis is the theory layer's
+(:mod:`attnsignal.theory.ode_study` for ``ode``).
+
 Model and step-size options are named after the fields of :class:`~attnsignal.config.ModelConfig`
 and :class:`~attnsignal.config.StepSize` and validated there; ``--config FILE.toml`` takes
 ``[model]``, ``[step]`` and ``[run]`` tables as for ``attnsignal run`` (flags override it).
@@ -18,7 +21,6 @@ from __future__ import annotations
 
 import math
 import re
-import warnings
 from pathlib import Path
 from typing import Optional
 
@@ -27,7 +29,7 @@ import pandas as pd
 import typer
 from rich.table import Table
 
-from ..config import ConfigError, NotRobbinsMonroWarning, RunConfig
+from ..config import RunConfig
 from ..limits import MAX_EXACT_BETA_SIGMA
 from ..paths import check_output_dir
 from ..validation import Integer, OneOf, Real, Sequence
@@ -35,7 +37,7 @@ from ._app import UsageFailure, app
 from ._common import (
     MODEL_FIELDS, STEP_FIELDS, build_configs, config_options, console, fmt, load_toml, option,
     option_value, out, out_option, output_dir, overwrite_option, preset_defaults, preset_option,
-    preset_values, progress_bar, quiet_option,
+    preset_values, progress_bar, quiet_option, reported_warnings,
 )
 
 #: The model of a bare ``attnsignal landscape`` / ``ode``: the default preset's (that of every
@@ -64,8 +66,6 @@ STEP_DEFAULTS = {"eta0": 0.001, "k0": 2000.0, "power": 0.75}
 #: ``--rho0`` default. ``ρ0 = 0`` is a fixed point of the ODE when the landscape is even
 #: (``signal_sign = "random"``), and ``ρ0 ≈ 1/√d`` is the typical alignment of a random start.
 RHO0_DEFAULT = 0.05
-_K_UNREACHABLE = 10 ** 12  # step_at_time returns k_max + 1 when t is never reached
-_MAX_AUTO_STEPS = 5_000_000
 
 
 def _theory_methods() -> tuple[str, ...]:
@@ -326,9 +326,8 @@ def ode_cmd(
     |ρ|, and the max gaps of both theories to the simulated mean |ρ| are printed with their
     standard errors.
     """
-    from ..simulate import DivergenceWarning, simulate
-    from ..theory import OdeSolution, landscape_verdict, solve_ode, tracking, vector_field
-    from ..theory.landscape import default_method
+    from ..simulate import simulate
+    from ..theory import ode_study as study
     from ..theory.plots import plot_ode
 
     TARGETS = _targets()
@@ -350,49 +349,18 @@ def ode_cmd(
         r0 = RHO0_DEFAULT
     tmax = option_value(t_max, "t_max", _T_MAX, None)
 
-    fp_method = default_method(model)  # exact quadrature, or Monte Carlo for a large βσ
-    basins = landscape_verdict(model, fp_method)
-    if fp_method == "mc":
+    ode = study.ode_study(model, r0, step, tmax, TARGETS)
+    sol, basins, stationary, t_win = ode.solution, ode.basins, ode.stationary, ode.t_window
+    if ode.method == "mc":
         bs = model.beta * model.noise_std
         console.print(f"note: βσ = {bs:g} > {MAX_EXACT_BETA_SIGMA:g}, beyond the exact "
                       "quadrature: Φ' (the ODE, the fixed points) by Monte Carlo",
                       markup=False, highlight=False, soft_wrap=True)
-    # An exact interior fixed point (e.g. ρ0 = 0 with --signal-sign random, where Φ' is odd)
-    # is stationary; the numerical solution would leave it through round-off in Φ' (~1e-17)
-    # and report meaningless hitting times, so it is held fixed here.
-    stationary = any(abs(p.rho) < 1.0 and abs(p.rho - r0) <= 1e-12 for p in basins.fixed_points)
-    if stationary:
-        t_end = tmax if tmax is not None else 1.0
-        sol = OdeSolution(model=model, rho0=r0, method=fp_method, t=np.array([0.0, t_end]),
-                          rho=np.array([r0, r0]), hitting_times={x: math.nan for x in TARGETS},
-                          t_end=t_end, step=step, hitting_steps={x: -1 for x in TARGETS})
-    else:
-        sol = solve_ode(model, r0, tmax, step=step, targets=TARGETS, method=fp_method)
-    finite = [h for h in sol.hitting_times.values() if math.isfinite(h)]
-    if tmax is not None:
-        t_win = tmax
-    elif finite and max(finite) > 0:
-        t_win = 1.25 * max(finite)
-    else:  # stationary start or no target reached: 20 time units of the field
-        scale = float(np.max(np.abs(vector_field(model, np.linspace(-1, 1, 201)))))
-        t_win = 20.0 / max(scale, 1e-300)
-        t_win = t_win if stationary else min(sol.t_end, t_win)
-
     if (compare or effective) and not steps_given:  # before anything is written
-        k_win = int(step.step_at_time(t_win))
-        if k_win > _K_UNREACHABLE:
-            raise UsageFailure(
-                f"steps: the schedule does not reach ODE time t = {t_win:.4g} within "
-                f"{_K_UNREACHABLE:.0e} steps (Σ η_k converges below it, or the field is so weak "
-                f"that t is huge); pass --steps or a smaller --t-max; got {step.describe()}")
-        if k_win > _MAX_AUTO_STEPS:
-            raise UsageFailure(
-                f"steps: the schedule needs {k_win:,} steps to reach t = {t_win:.4g} (more "
-                f"than {_MAX_AUTO_STEPS:,}); pass --steps or a smaller --t-max; got no --steps")
-        run["steps"] = max(k_win, 1)
+        run["steps"] = study.window_steps(step, t_win)
     rc = RunConfig(**{**run, "initial_alignment": r0})  # validated, with its default records
     if effective:
-        _check_effective(model, step, rc)
+        study.check_effective(model, step, rc)
     out_dir = output_dir(out_dir, overwrite, "ode")
 
     t_grid = np.linspace(0.0, t_win, 601)
@@ -403,40 +371,23 @@ def ode_cmd(
     result = tr = None
     if compare:
         run["initial_alignment"] = r0
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", NotRobbinsMonroWarning)
-            warnings.simplefilter("always", DivergenceWarning)
-            with progress_bar(int(run["steps"]), f"{run['engine']} · {run['runs']} runs",
-                              not quiet) as adv:
-                result = simulate(model, step, progress=adv, **run)
-        for w in caught:
-            if issubclass(w.category, (NotRobbinsMonroWarning, DivergenceWarning)):
-                console.print(f"[yellow]warning:[/] {w.message}")
+        with reported_warnings(), progress_bar(int(run["steps"]),
+                                               f"{run['engine']} · {run['runs']} runs",
+                                               not quiet) as adv:
+            result = simulate(model, step, progress=adv, **run)
         result.save(out_dir / "simulation")
-        if bool(np.all(result.diverged)):
-            raise UsageFailure("runs: every simulated run diverged (try a smaller --eta0); "
-                               f"got {int(result.diverged.size)} diverged runs")
-        T = min(t_win, float(result.ode_time[-1]))
-        tr = tracking(result, model, T)
-        ok = ~np.asarray(result.diverged, dtype=bool)
-        keep = np.asarray(result.ode_time) <= tr.T + 1e-12 * max(1.0, tr.T)
-        vals = np.asarray(result.alignment, dtype=np.float64)[ok][:, keep]
-        if tr.mode == "abs":
-            vals = np.abs(vals)
-        cmp = pd.DataFrame({"t": tr.t, "step": tr.steps, "sim_mean": tr.sim_mean,
-                            "sim_se": tr.sim_se, "sim_q10": np.quantile(vals, 0.1, axis=0),
-                            "sim_q90": np.quantile(vals, 0.9, axis=0), "ode": tr.ode})
-        cmp["mode"] = tr.mode
+        tr, cmp, keep = study.simulation_comparison(result, model, t_win)
         _write_parquet(cmp, out_dir / "compare.parquet")
 
     ed = eff_frame = gaps = None
     if effective:
-        ed = _run_effective(model, step, rc, r0, quiet)
-        ode_at = (lambda t: np.full(np.shape(t), r0)) if stationary else sol
-        eff_frame = _effective_frame(ed, ode_at)
+        with progress_bar(1, "effective dynamics", not quiet) as adv:
+            ed = study.effective_prediction(model, step, rc, r0)
+            adv(1)
+        eff_frame = study.effective_frame(ed, ode.at)
         _write_parquet(eff_frame, out_dir / "effective.parquet")
         if result is not None:
-            cmp, gaps = _effective_compare(cmp, result, ed, ode_at, keep)
+            cmp, gaps = study.effective_comparison(cmp, result, ed, ode.at, keep)
             _write_parquet(cmp, out_dir / "compare.parquet")
 
     paths = []
@@ -465,7 +416,7 @@ def ode_cmd(
             reached = "not reached" + (f" by t = {tmax:g}" if tmax is not None else "")
             row = [f"{x:g}", reached, "—"]
         else:
-            ks = "never (Σ η_k < t)" if k > _K_UNREACHABLE else f"{k:,}"
+            ks = "never (Σ η_k < t)" if k > study.UNREACHABLE_STEP else f"{k:,}"
             row = [f"{x:g}", f"{h:.8g}", ks]
         if ed is not None:
             ke = ed.hitting_step(x)
@@ -478,17 +429,15 @@ def ode_cmd(
                   soft_wrap=True)
     else:
         out.print(f"ρ0 = {r0:+.6g} lies in the basin of ρ = {att:+g}", soft_wrap=True)
-    _print_fixed_points(basins, fp_method)
-    if tr is not None and gaps is None:  # with --effective, the gaps table says it
-        what = "|ρ|" if tr.mode == "abs" else "ρ"
+    _print_fixed_points(basins, ode.method)
+    if tr is not None:
         out.print(f"simulation: {tr.runs} {run['engine']}-engine runs of {int(run['steps']):,} "
                   f"steps from ρ0 = {r0:+.6g} (seed {run['seed']})", soft_wrap=True)
+    if tr is not None and gaps is None:  # with --effective, the gaps table says it
+        what = "|ρ|" if tr.mode == "abs" else "ρ"
         out.print(f"max gap |mean {what} − ODE| = {tr.gap:.4g} at t = {tr.gap_time:.4g} "
                   f"(over t <= {tr.T:.4g}); ODE inside mean ± 1.96 se at "
                   f"{tr.fraction_inside:.0%} of the records", soft_wrap=True)
-    if tr is not None and gaps is not None:
-        out.print(f"simulation: {tr.runs} {run['engine']}-engine runs of {int(run['steps']):,} "
-                  f"steps from ρ0 = {r0:+.6g} (seed {run['seed']})", soft_wrap=True)
     if ed is not None:
         _print_effective(ed, eff_frame, rc, r0)
     if gaps is not None:
@@ -502,128 +451,6 @@ def ode_cmd(
 
 
 # --------------------------------------------------------------------------- ode --effective
-
-#: Reduced draws per moment node of the effective dynamics (its default ``n_samples``).
-_EFF_DRAWS = 4000
-
-
-def _check_effective(model, step, rc: RunConfig) -> None:
-    """Refuse, before any work, what the effective dynamics cannot do: a baseline method, more
-    steps than it integrates, steps ``σ²η_k`` above ``1e150`` (its one-step moments are
-    normalised by ``η²``, which must stay finite — beyond it the drift is NaN and the law would
-    silently stand still), minibatches larger than its draws or than memory holds
-    (:func:`~attnsignal.theory.effective.check_pool_memory`, 4000 draws), or more
-    records × grid nodes than it keeps (at most
-    :func:`~attnsignal.theory.effective.max_grid_nodes` nodes)."""
-    # the largest standardised step MAX_STD_STEP: η² must stay finite (imported here, as
-    # the theory layer is everywhere in this module: `attnsignal --help` does not load it)
-    from ..theory.effective import (MAX_STD_STEP, _MAX_LAW, _MAX_STEPS, check_pool_memory,
-                                    max_grid_nodes)
-
-    if rc.method != "sga":
-        raise ConfigError("method", "must be 'sga' with --effective (the effective dynamics "
-                          "predicts attention's SGA)", rc.method)
-    if rc.steps > _MAX_STEPS:
-        raise ConfigError("steps", f"must be <= {_MAX_STEPS:,} with --effective", rc.steps)
-    eta_max = float(np.max(step.eta(np.arange(rc.steps, dtype=np.int64)))) * model.noise_std ** 2
-    if not eta_max <= MAX_STD_STEP:
-        raise ConfigError("step", f"must keep σ²η_k <= {MAX_STD_STEP:g} with --effective (its "
-                          f"one-step moments are normalised by η²); largest σ²η_k = "
-                          f"{eta_max:.3g}", step.describe())
-    if rc.batch > _EFF_DRAWS:
-        raise ConfigError("batch", f"must be <= {_EFF_DRAWS} with --effective (the one-step "
-                          "moments draw that many samples per node)", rc.batch)
-    check_pool_memory(rc.batch, _EFF_DRAWS)
-    grid = max_grid_nodes(model.d)
-    n_rec = rc.n_records()
-    if n_rec * grid > _MAX_LAW:
-        raise ConfigError("record", f"must give at most {_MAX_LAW // grid:,} records with "
-                          f"--effective (it keeps the law on {grid:,} grid nodes at every "
-                          "record)", f"{n_rec:,} records")
-
-
-def _run_effective(model, step, rc: RunConfig, r0: float, quiet: bool):
-    """The effective dynamics over ``rc.steps`` updates from ``ρ0 = r0`` at ``rc``'s records
-    (the same records as the simulation), batch, update rule and seed."""
-    from ..theory.effective import effective_dynamics
-
-    with progress_bar(1, "effective dynamics", not quiet) as adv:
-        try:
-            with warnings.catch_warnings(), np.errstate(all="ignore"):
-                warnings.simplefilter("ignore", RuntimeWarning)  # reported below, one line
-                ed = effective_dynamics(
-                    model, step, steps=rc.steps, initial_alignment=r0, batch=rc.batch,
-                    update=rc.update,
-                    record_every=rc.record_every if rc.record is None else None,
-                    record=rc.record, seed=rc.seed)
-                finite = bool(np.all(np.isfinite(ed.law)) and np.all(np.isfinite(ed.mean_abs)))
-        except FloatingPointError as exc:
-            raise UsageFailure(f"step: the effective dynamics must stay finite ({exc}); try a "
-                               f"smaller --eta0; got {step.describe()}") from None
-        if not finite:
-            raise UsageFailure("step: the effective dynamics must stay finite (its law became "
-                               "NaN or infinite: the steps are too large for its one-step "
-                               f"moments); try a smaller --eta0; got {step.describe()}")
-        adv(1)
-    return ed
-
-
-def _effective_frame(ed, ode_at) -> pd.DataFrame:
-    """OUT/effective.parquet: one row per record."""
-    q10, q50, q90 = ed.quantile([0.1, 0.5, 0.9])
-    ode = np.asarray(ode_at(ed.ode_time), dtype=np.float64)
-    return pd.DataFrame({
-        "step": ed.steps, "t": ed.ode_time, "ode_rho": ode, "ode_abs_rho": np.abs(ode),
-        "effective_mean_abs_rho": ed.mean_abs, "effective_mean_rho": ed.mean,
-        "effective_q10_abs_rho": q10, "effective_q50_abs_rho": q50,
-        "effective_q90_abs_rho": q90})
-
-
-def _gap(sim: np.ndarray, se: np.ndarray, pred: np.ndarray, steps: np.ndarray,
-         t: np.ndarray) -> dict:
-    """Largest ``|sim − pred|`` over the records, where it occurs (step and ODE time), the
-    simulation's standard error there, and the largest ``|sim − pred| − 3 se``
-    (:func:`attnsignal.theory.tracking.mean_gap`)."""
-    from ..theory.tracking import mean_gap
-
-    g = mean_gap(sim, se, steps, pred, z=3.0)
-    j = int(np.flatnonzero(np.asarray(steps) == g.step)[0])
-    return {"gap": g.gap, "step": g.step, "t": float(t[j]), "se": g.se, "excess_3se": g.excess}
-
-
-def _effective_compare(cmp: pd.DataFrame, result, ed, ode_at, keep: np.ndarray
-                       ) -> tuple[pd.DataFrame, dict]:
-    """compare.parquet with |ρ| columns of the simulation, the ODE and the effective dynamics
-    on the simulation's records (``t <= T``), and the gaps of both theories to the simulated
-    mean |ρ| (:func:`_gap`) with the share of (run, record) pairs after the first 5 % of the
-    records inside the effective 10–90 % band."""
-    steps = np.asarray(result.steps)
-    if not np.array_equal(steps, ed.steps):  # same RunConfig: a bug if they differ
-        raise RuntimeError("ode --effective: the simulation's and the effective dynamics' "
-                           "records differ")
-    ok = ~np.asarray(result.diverged, dtype=bool)
-    vals = np.abs(np.asarray(result.alignment, dtype=np.float64)[ok][:, keep])
-    runs = vals.shape[0]
-    mean = vals.mean(axis=0)
-    se = vals.std(axis=0, ddof=1) / math.sqrt(runs) if runs > 1 else np.zeros_like(mean)
-    t = np.asarray(result.ode_time, dtype=np.float64)[keep]
-    ode_abs = np.abs(np.asarray(ode_at(t), dtype=np.float64))
-    eq10, eq90 = (q[keep] for q in ed.quantile([0.1, 0.9]))
-    cmp = cmp.copy()
-    cmp["sim_mean_abs_rho"] = mean
-    cmp["sim_se_abs_rho"] = se
-    cmp["sim_q10_abs_rho"] = np.quantile(vals, 0.1, axis=0)
-    cmp["sim_q90_abs_rho"] = np.quantile(vals, 0.9, axis=0)
-    cmp["ode_abs_rho"] = ode_abs
-    cmp["effective_mean_abs_rho"] = ed.mean_abs[keep]
-    cmp["effective_q10_abs_rho"] = eq10
-    cmp["effective_q90_abs_rho"] = eq90
-    first = int(math.ceil(0.05 * t.size))
-    inside = (vals >= eq10) & (vals <= eq90)
-    gaps = {"ode": _gap(mean, se, ode_abs, steps[keep], t),
-            "effective": _gap(mean, se, ed.mean_abs[keep], steps[keep], t),
-            "band": float(inside[:, first:].mean()) if first < t.size else math.nan}
-    return cmp, gaps
 
 
 def _print_effective(ed, frame: pd.DataFrame, rc: RunConfig, r0: float) -> None:

@@ -182,9 +182,9 @@ def _reproduce(out: Path, plan: Plan, experiments: "list[Experiment[Any, Any]]",
     """:func:`reproduce` once ``out`` is claimed."""
     from .scheduler import SharedPool
 
-    profile_dir = out / PROFILE_DIR  # where the pool's workers record their kernel warm-up
+    profile_dir = out / PROFILE_DIR  # the pool's: its workers' warm-up records and locks
     profile_dir.mkdir()
-    pool = SharedPool(workers, profile_dir=profile_dir) if executor == "local" else None
+    pool = SharedPool(workers, work_dir=profile_dir) if executor == "local" else None
     shared = Shared(out=out, executor=executor, scheduler=scheduler, workers=workers, pool=pool,
                     t0=t_start)
     bar = _Progress(progress)

@@ -27,7 +27,6 @@ import itertools
 import json
 import os
 import queue
-import tempfile
 import threading
 import time
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -37,6 +36,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
 from ..config import ModelConfig
+from ..paths import file_lock
 from ..sweep.executors import REPRODUCTION_PRELOAD, pool_context
 from ..sweep.tasks import Task, TaskOutcome, run_task
 
@@ -175,67 +175,53 @@ def warm_kernels(groups: tuple[str, ...] = KERNEL_GROUPS, lock_path: str | None 
     return time.perf_counter() - t0
 
 
-def _init_worker(coordinator: int, profile_dir: str | None, lock_path: str | None = None
-                 ) -> None:
+def _init_worker(coordinator: int, work_dir: str | None) -> None:
     """Pool worker start-up: one compute thread, exit with the coordinator, load the
-    kernels before the first task (recorded under ``profile_dir`` when given). The workers
-    take turns per kernel group (an exclusive ``flock`` on ``lock_path.<group>``): on a cold
-    cache the first worker compiles the chain while the second compiles the effective
-    dynamics' kernels, and each then loads what the other wrote — instead of the second
-    waiting idle for the first to compile everything, or both compiling the same kernels at
-    the same time (which cost a core for the whole compilation on two cores)."""
+    kernels before the first task (recorded under ``work_dir`` when given). The workers
+    take turns per kernel group (:func:`~attnsignal.paths.file_lock` on
+    ``work_dir/.kernels.<group>``): on a cold cache the first worker compiles the chain while
+    the second compiles the effective dynamics' kernels, and each then loads what the other
+    wrote — instead of the second waiting idle for the first to compile everything, or both
+    compiling the same kernels at the same time (which cost a core for the whole compilation
+    on two cores)."""
     from ..sweep.executors import _init_worker as sweep_init
 
     sweep_init(coordinator)
     t_cpu = time.process_time()
-    seconds = warm_kernels(lock_path=lock_path)
-    if profile_dir:
+    seconds = warm_kernels(lock_path=os.path.join(work_dir, ".kernels") if work_dir else None)
+    if work_dir:
         rec = {"pid": os.getpid(), "warm_seconds": seconds,
                "warm_cpu_seconds": time.process_time() - t_cpu}
-        Path(profile_dir, f"worker-{os.getpid()}.json").write_text(json.dumps(rec))
+        Path(work_dir, f"worker-{os.getpid()}.json").write_text(json.dumps(rec))
 
 
 def _in_turns(names: list[str], lock_path: str | None) -> Iterator[str]:
-    """Yield each of ``names`` once, holding an exclusive ``flock`` on ``lock_path.<name>``
-    while the caller works on it: first any name whose lock is free at once (so that two
-    processes take different names), then — waiting — the rest in order (so the later
-    process finds what the first left, e.g. a compiled cache). No path: the names in order,
-    no lock."""
+    """Yield each of ``names`` once, holding :func:`~attnsignal.paths.file_lock` on
+    ``lock_path.<name>`` while the caller works on it: first any name whose lock is free at
+    once (so that two processes take different names), then — waiting — the rest in order (so
+    the later process finds what the first left, e.g. a compiled cache). No path: the names in
+    order, no lock; a lock that cannot be taken here (an unopenable path) is gone without."""
     pending = list(names)
     while pending:
-        name, fh = pending[0], None
-        if lock_path:
-            free = next(((n, h) for n in pending
-                         if (h := _try_lock(f"{lock_path}.{n}", blocking=False)) is not None),
-                        None)
-            if free is not None:
-                name, fh = free
-            else:
-                fh = _try_lock(f"{lock_path}.{name}", blocking=True)
-        pending.remove(name)
-        try:
-            yield name
-        finally:
-            if fh is not None:
-                fh.close()  # releases the lock (as the process's death would)
+        with contextlib.ExitStack() as held:
+            name = next((n for n in pending if _locked(held, f"{lock_path}.{n}", wait=False)),
+                        None) if lock_path else None
+            if name is None:
+                name = pending[0]
+                if lock_path:
+                    _locked(held, f"{lock_path}.{name}", wait=True)
+            pending.remove(name)
+            yield name  # the lock is released when the caller asks for the next name
 
 
-def _try_lock(path: str, blocking: bool) -> Any:
-    """An open file holding an exclusive ``flock`` on ``path``, or None when it is held
-    elsewhere (``blocking`` False) or cannot be taken here (no ``fcntl``, an unopenable path:
-    the caller then goes on without it)."""
+def _locked(stack: contextlib.ExitStack, path: str, wait: bool) -> bool:
+    """Enter :func:`~attnsignal.paths.file_lock` on ``path`` into ``stack``; False (nothing
+    held) when another holder has it (``wait`` False) or the file cannot be opened here."""
     try:
-        import fcntl
-
-        fh = open(path, "a")  # noqa: SIM115 (returned open; the caller closes it)
-    except (ImportError, OSError):
-        return None
-    try:
-        fcntl.flock(fh, fcntl.LOCK_EX if blocking else fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        fh.close()
-        return None
-    return fh
+        stack.enter_context(file_lock(path, wait=wait))
+    except OSError:  # BlockingIOError: held elsewhere; others: no lock here
+        return False
+    return True
 
 
 class SharedPool:
@@ -244,19 +230,22 @@ class SharedPool:
     Parameters
     ----------
     workers : worker processes (default ``os.cpu_count()``).
-    profile_dir : where each worker records its kernel warm-up time (``--profile``).
+    work_dir : the pool's own directory (the caller makes and removes it), or None: each
+        worker records its kernel warm-up time there (``--profile``), and the workers take
+        turns at the kernel groups holding the lock files ``.kernels.<group>`` there
+        (:func:`_init_worker`). None: no records, and the workers warm up without locks.
     retries : fresh pools started after a worker process dies (its unfinished tasks are
         resubmitted; the sweep layer records them as failed after that).
     small_sweep_cost : a sweep whose tasks cost at most this much in all (:func:`task_cost`
         units) goes before the others.
     """
 
-    def __init__(self, workers: int | None = None, profile_dir: str | Path | None = None,
+    def __init__(self, workers: int | None = None, work_dir: str | Path | None = None,
                  retries: int = 2, small_sweep_cost: float = SMALL_SWEEP_COST):
         self.small_sweep_cost = small_sweep_cost
         self.workers = workers or os.cpu_count() or 1
         self.retries = retries
-        self.profile_dir = str(profile_dir) if profile_dir is not None else None
+        self.work_dir = str(work_dir) if work_dir is not None else None
         # the forkserver imports the workers' modules (and this one, for _init_worker) once
         self._ctx = pool_context(REPRODUCTION_PRELOAD)
         self.description = f"shared local process pool, {self.workers} worker(s)"
@@ -269,15 +258,11 @@ class SharedPool:
         self._shutdown_lock = threading.Lock()
         self._pool_shut = False
         self._pool: ProcessPoolExecutor | None = None  # started by the first task
-        # the workers load (or compile) the kernel groups in turns (_init_worker): one lock file
-        # per group, `<this path>.<group>`, removed at shutdown
-        self._warm_lock = os.path.join(tempfile.gettempdir(),
-                                       f"attnsignal-kernels-{os.getpid()}-{id(self):x}.lock")
 
     def _new_pool(self) -> ProcessPoolExecutor:
         return ProcessPoolExecutor(max_workers=self.workers, mp_context=self._ctx,
                                    initializer=_init_worker,
-                                   initargs=(os.getpid(), self.profile_dir, self._warm_lock))
+                                   initargs=(os.getpid(), self.work_dir))
 
     # -- the Executor protocol -------------------------------------------------------------
 
@@ -344,9 +329,6 @@ class SharedPool:
             if self._pool is not None and not self._pool_shut:
                 self._pool.shutdown(wait=True, cancel_futures=True)
                 self._pool_shut = True
-            for group in KERNEL_GROUPS:
-                with contextlib.suppress(OSError):
-                    os.remove(f"{self._warm_lock}.{group}")
 
     # -- dispatching -----------------------------------------------------------------------
 

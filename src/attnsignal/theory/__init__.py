@@ -15,6 +15,8 @@ Modules (one concept each):
 ``effective``      the law of ``ρ_k`` at finite step and dimension (:func:`effective_dynamics`)
 ``advisor``        step sizes that reach a target fastest (:func:`advise_schedule`)
 ``tracking``       simulation vs ODE, stochastic-approximation diagnostics
+``ode_study``      the limiting ODE from one start beside a simulation and the effective
+                   dynamics (what ``attnsignal ode`` prints)
 ``plots``          figures (PNG + PDF)
 """
 

@@ -111,9 +111,23 @@ _MAX_STEPS = 50_000_000
 _MAX_LAW = 60_000_000     # doubles kept for the law (records × grid)
 
 
-class BlockBudgetExceeded(ConfigError):
+class BlockBudgetExceeded(RuntimeError):
     """The evolution needs more blocks than ``max_blocks`` allows (large per-step jumps against
-    the law's width — small ``L``, large ``η`` — force blocks of a few steps)."""
+    the law's width — small ``L``, large ``η`` — force blocks of a few steps).
+
+    A budget the caller set ran out during the work — not bad input (a ``ConfigError`` is
+    raised before any work), so a ``RuntimeError``: the caller catches it to fall back to a
+    cheaper theory. One line naming ``max_blocks``; ``.max_blocks``, ``.step`` (where it
+    stopped) and ``.steps``."""
+
+    def __init__(self, max_blocks: int, step: int, steps: int):
+        self.max_blocks, self.step, self.steps = max_blocks, step, steps
+        super().__init__(f"max_blocks: this law needs more than {max_blocks} evolution blocks "
+                         f"(by step {step} of {steps}: per-step jumps are large against the "
+                         f"law's width)")
+
+    def __reduce__(self):  # picklable across process pools
+        return (type(self), (self.max_blocks, self.step, self.steps))
 
 
 def grid_spacing(d: int) -> float:
@@ -659,7 +673,7 @@ def effective_dynamics(model: ModelConfig, step: Any, *, steps: int,
         cost is ~1 ms per block and grid thousand nodes, and a block spans many steps at the
         sizes users run (E1: 175 blocks for 10⁶ steps) but ~1 step when one step moves ``z``
         by ~0.05 or more (small ``L``, large ``η``). Exceeding it raises
-        :class:`BlockBudgetExceeded` (a ``ConfigError``) before the next block
+        :class:`BlockBudgetExceeded` (a ``RuntimeError``) before the next block
 
     Returns
     -------
@@ -738,10 +752,7 @@ def effective_dynamics(model: ModelConfig, step: Any, *, steps: int,
     n_sub = 0
     while rec_i < ks_rec.size:
         if max_blocks is not None and n_blocks >= max_blocks:
-            raise BlockBudgetExceeded(
-                "max_blocks", f"must cover the blocks this law needs (more than {max_blocks} "
-                f"by step {k} of {steps}: per-step jumps are large against the law's width)",
-                max_blocks)
+            raise BlockBudgetExceeded(max_blocks, k, steps)
         k_rec = int(ks_rec[rec_i])
         live = np.nonzero(p > 1e-14 * p.max())[0]
         x = z[live].copy()
