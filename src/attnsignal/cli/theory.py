@@ -473,7 +473,8 @@ def _print_gaps(gaps: dict, runs: int) -> None:
     """One row per theory: its largest gap to the simulated mean |ρ| with the standard error
     of that mean there, and the largest excess over 3 standard errors."""
     table = Table(title=f"theory against the simulated mean |ρ| ({runs} runs)")
-    for head in ("theory", "max gap", "± se", "at step", "ODE time t", "max(gap − 3 se)"):
+    table.add_column("theory", no_wrap=True)
+    for head in ("max gap", "± se", "at step", "ODE time t", "max(gap − 3 se)"):
         table.add_column(head, justify="right")
     for name, key in (("limiting ODE", "ode"), ("effective dynamics", "effective")):
         g = gaps[key]
