@@ -29,7 +29,7 @@ import pandas as pd
 import typer
 from rich.table import Table
 
-from ..config import RunConfig
+from ..config import ConfigError, RunConfig
 from ..limits import MAX_EXACT_BETA_SIGMA
 from ..paths import check_output_dir
 from ..validation import Integer, OneOf, Real, Sequence
