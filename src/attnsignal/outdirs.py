@@ -10,7 +10,7 @@
   previous results stay where they are.
 
 A path that exists and is a file, or a parent that cannot be written, is refused before any
-work starts. (Prepared for the command line's ``--out``/``--overwrite``; not yet used by it.)
+work starts. The commands' ``--out`` and ``--overwrite`` use it.
 """
 
 from __future__ import annotations

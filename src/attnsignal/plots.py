@@ -10,7 +10,7 @@ import numpy as np
 
 from .results import Result, atomic_write
 
-__all__ = ["save_figure", "plot_run", "band", "legend_below", "schedule_tex", "tex_powers"]
+__all__ = ["save_figure", "plot_run", "draw_theory", "band", "legend_below", "schedule_tex", "tex_powers"]
 
 
 def use_agg_unless_pyplot_is_loaded() -> None:
@@ -157,6 +157,21 @@ def band(values: np.ndarray, lo: float = 10, hi: float = 90) -> tuple[np.ndarray
             )
 
 
+def draw_theory(ax, xs: np.ndarray, lines, *, color: str = "black", label: bool = True) -> None:
+    """Draw :class:`~attnsignal.cli._beside.TheoryLines` on ``ax`` over ``xs``: the limiting
+    ODE dashed, the effective dynamics' mean dotted with its 10–90 % band hatched (no fill,
+    so that the simulated band stays visible)."""
+    if lines.ode is not None:
+        ax.plot(xs, lines.ode, color=color, ls="--", lw=1.4,
+                label=rf"limiting ODE from $|\rho_0|$ = {lines.rho0:.2g}" if label else None)
+    if lines.mean is not None:
+        ax.plot(xs, lines.mean, color="tab:green", ls=":", lw=2.0,
+                label="effective dynamics: mean" if label else None)
+        ax.fill_between(xs, lines.q10, lines.q90, facecolor="none", edgecolor="tab:green",
+                        hatch="///", lw=0.0, alpha=0.6,
+                        label="effective dynamics: 10–90 %" if label else None)
+
+
 def plot_run(
     result: Result,
     stem: str | Path,
@@ -164,11 +179,14 @@ def plot_run(
     x: str = "step",
     overlay: Callable | None = None,
     title: str | None = None,
+    attention: Result | None = None,
 ) -> list[Path]:
     """Two panels: |ρ| per run (thin), mean and 10–90 % band; informative mass (mean, band).
 
     ``x`` is ``"step"`` or ``"ode_time"``. ``overlay(ax)`` may draw more on the alignment panel
-    (e.g. the ODE solution). Returns the written paths (PNG, PDF).
+    (e.g. the ODE solution). ``attention``: the result whose attention weights the second panel
+    shows (default ``result``; a baseline estimator has none of its own). Returns the written
+    paths (PNG, PDF).
     """
     plt = _plt()
     xs = result.steps if x == "step" else result.ode_time
@@ -186,13 +204,15 @@ def plot_run(
     ax1.set_ylabel(r"$|\rho| = |\langle q, \xi\rangle|$")
     ax1.set_title("alignment")
     ax1.grid(alpha=0.3)
-    ax1.legend(loc="lower right", fontsize=9.5)
 
-    m = result.informative_mass[:, 1:]
+    att = result if attention is None else attention
+    if attention is not None:
+        xs = att.steps if x == "step" else att.ode_time
+    m = att.informative_mass[:, 1:]
     mm, mlo, mhi = band(m)
-    ax2.fill_between(xs[1:], mlo, mhi, color="tab:orange", alpha=0.25, label="10–90 %")
+    ax2.fill_between(xs[1:], mlo, mhi, color="tab:orange", alpha=0.25, label="informative mass: 10–90 %")
     ax2.plot(xs[1:], mm, color="tab:red", lw=2, label=r"mean informative mass $\Sigma_{i\in I}\,\alpha_i$")
-    w = result.max_nuisance_weight[:, 1:]
+    w = att.max_nuisance_weight[:, 1:]
     ax2.plot(xs[1:], np.nanmean(w, axis=0), color="gray", lw=1.2, label="mean largest nuisance weight")
     md = result.model
     ax2.axhline(md.n_informative / md.n_tokens, color="k", ls=":", lw=1, label="R/L (uniform attention)")
@@ -200,7 +220,6 @@ def plot_run(
     ax2.set_xlabel(ax1.get_xlabel())
     ax2.set_title("attention on informative tokens")
     ax2.grid(alpha=0.3)
-    ax2.legend(loc="upper left", fontsize=9.5)
     fig.suptitle(
         title
         or (
@@ -210,5 +229,7 @@ def plot_run(
         ),
         fontsize=10,
     )
-    fig.tight_layout()
+    h1, l1 = ax1.get_legend_handles_labels()
+    h2, l2 = ax2.get_legend_handles_labels()
+    legend_below(fig, h1 + h2, l1 + l2, ncol=3, fontsize=9.5)  # outside the data
     return save_figure(fig, stem)

@@ -160,7 +160,8 @@ def test_ode_stationary_start_and_config_file(tmp_path, capsys):
     cfg = tmp_path / "c.toml"
     cfg.write_text("[model]\nd = 10\nn_informative = 4\nn_nuisance = 12\ntheta = 1.0\n"
                    "[step]\neta0 = 0.01\nk0 = 100.0\n[run]\ninitial_alignment = 0.3\n")
-    assert main(["ode", "--config", str(cfg), "--out", str(out), "--quiet", "--no-plot"]) == 0
+    assert main(["ode", "--config", str(cfg), "--out", str(tmp_path / "o2"), "--quiet",
+                 "--no-plot"]) == 0
     text = capsys.readouterr().out
     assert "ODE from ρ0 = +0.3; d=10, R=4, N=12" in text
     sol = solve_ode(MODEL, 0.3, step=STEP)
@@ -227,7 +228,7 @@ def test_landscape_shows_a_progress_bar_unless_quiet(tmp_path, capsys):
     assert main(args) == 0
     loud = capsys.readouterr()
     assert "landscape" in loud.err and "2/2" in loud.err and "eta" in loud.err, loud.err  # method + fixed points
-    assert main([*args, "--quiet"]) == 0
+    assert main([*args, "--quiet", "--overwrite"]) == 0
     assert "2/2" not in capsys.readouterr().err
 
 

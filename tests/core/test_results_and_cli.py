@@ -87,10 +87,10 @@ def test_cli_run_end_to_end(tmp_path, capsys):
         assert (out / name).stat().st_size > 0
     r = asg.Result.load(out)
     assert r.alignment.shape == (5, 11)
-    # the same call from Python gives the same numbers
+    # the same call from Python, with the engine the command picked, gives the same numbers
     py = asg.simulate(asg.ModelConfig(d=8, n_informative=3, n_nuisance=6, theta=1.5),
                       asg.StepSize(0.05, k0=100, power=0.7), steps=300, runs=5, seed=4,
-                      record_every=30)
+                      record_every=30, engine=r.run.engine)
     np.testing.assert_array_equal(r.alignment, py.alignment)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 
 import typer
+from typer.core import TyperCommand
 
 try:  # typer >= 0.25 vendors click
     from typer._click import exceptions as _cx
@@ -17,14 +18,19 @@ except ImportError:  # pragma: no cover - older typer on top of click
     from click import exceptions as _cx
 
 from ..config import ConfigError
-from ._app import UsageFailure, app
+from ._app import HelpCommand, UsageFailure, app
 
 __all__ = ["app", "main", "entry", "UsageFailure"]
 
 
 def _register() -> None:
     """Import the command modules (each registers its commands on ``app``)."""
-    from . import advise, baseline, bench, reproduce, run, sweep, theory, validate  # noqa: F401
+    from . import (advise, baseline, bench, compare, reproduce, run, sweep,  # noqa: F401
+                   theory, validate)
+
+    for info in app.registered_commands:  # help without <bool>, <str> or eaten [brackets]
+        if info.cls is None or info.cls is TyperCommand:
+            info.cls = HelpCommand
 
 
 #: Options whose value is a path: an empty value is refused before click sees it.

@@ -7,11 +7,61 @@ imports them (:mod:`attnsignal.cli` registers the commands and runs the app).
 
 from __future__ import annotations
 
-import typer
+import re
+from typing import Any
 
-__all__ = ["app", "UsageFailure"]
+import typer
+from typer.core import TyperCommand, TyperGroup
+
+__all__ = ["app", "UsageFailure", "HelpCommand"]
+
+#: a ``[`` that rich would read as the start of markup (``[slurm]`` vanished from help texts)
+_OPEN_BRACKET = re.compile(r"(?<!\\)\[")
+#: the metavar of an option without one, by the type tag typer would show
+_METAVARS = {"<path>": "PATH", "<int>": "INT", "<float>": "NUMBER", "<str>": "TEXT",
+             "<bool>": ""}
+
+
+def _plain(param: Any, ctx: Any) -> Any:
+    """``param`` as the help shows it: no metavar on a flag (typer writes ``<bool>``), an
+    upper-case type name where an option has none (not ``<str>``), and its help with every
+    ``[`` escaped, so that rich prints ``[slurm]`` as written instead of taking it for markup.
+    Idempotent: an escaped ``\\[`` stays as it is."""
+    if getattr(param, "is_flag", False):
+        param.metavar = ""
+    elif getattr(param, "metavar", "") is None and hasattr(param, "display_type"):
+        try:
+            tag = param.display_type(ctx)
+        except Exception:  # pragma: no cover - a type typer cannot name: keep its own
+            tag = None
+        if tag is not None:
+            param.metavar = _METAVARS.get(str(tag).lower(), str(tag).strip("<>").upper())
+    if getattr(param, "help", None):
+        param.help = _OPEN_BRACKET.sub(r"\\[", param.help)
+    return param
+
+
+class HelpCommand(TyperCommand):
+    """A command whose help shows its options plainly (:func:`_plain`)."""
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        return [_plain(p, ctx) for p in super().get_params(ctx)]
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        if self.help:
+            self.help = _OPEN_BRACKET.sub(r"\\[", self.help)
+        super().format_help(ctx, formatter)
+
+
+class _HelpGroup(TyperGroup):
+    """The root group, its options shown as :class:`HelpCommand` shows a command's."""
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        return [_plain(p, ctx) for p in super().get_params(ctx)]
+
 
 app = typer.Typer(
+    cls=_HelpGroup,
     name="attnsignal",
     help=(
         "Softmax attention discovering a hidden signal (arXiv 2606.22406): simulate SGA on "

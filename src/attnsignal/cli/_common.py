@@ -269,3 +269,85 @@ def fmt(x: float, digits: int = 4) -> str:
     if x != 0 and not 1e-3 <= abs(x) < 1e6:  # fixed point would be unreadable
         return f"{x:.{digits}e}"
     return f"{x:.{digits}f}"
+
+
+# --------------------------------------------------------------------------- presets
+
+def preset_values(name: str | None) -> dict[str, Any]:
+    """The flag values of preset ``name`` (:data:`attnsignal.presets.DEFAULT_PRESET` when
+    None): the model, the schedule's fields, ``steps`` and ``runs``. ConfigError naming
+    ``preset`` for an unknown name."""
+    from ..presets import DEFAULT_PRESET, preset
+
+    values = preset(DEFAULT_PRESET if name is None else name).to_dict()
+    values.pop("kind", None)  # the family is --schedule's (the presets use 'power')
+    return values
+
+
+def preset_option() -> Any:
+    """``--preset NAME``: the model (and schedule and budget) the other flags start from."""
+    import typer
+
+    from ..presets import DEFAULT_PRESET, PRESETS
+
+    names = " or ".join(f"'{n}' ({p.description})" for n, p in PRESETS.items())
+    return typer.Option(None, "--preset", metavar="NAME", show_default=False,
+                        help=f"model preset the other flags start from: {names} "
+                             f"(default: {DEFAULT_PRESET})")
+
+
+def preset_defaults(names: Sequence[str], own: Mapping[str, Any] | None = None
+                    ) -> dict[str, Any]:
+    """The defaults a command's help shows for ``names``: the default preset's value, with the
+    other presets' where they differ (``20 (paper: 100)``); ``own`` gives a command's own
+    defaults (shown as they are)."""
+    from ..presets import DEFAULT_PRESET, PRESETS
+
+    own = dict(own or {})
+    base = preset_values(DEFAULT_PRESET)
+    shown: dict[str, Any] = {}
+    for n in names:
+        if n in own:
+            shown[n] = own[n]
+        elif n in base:
+            others = [f"{p}: {preset_values(p)[n]}" for p in PRESETS
+                      if p != DEFAULT_PRESET and preset_values(p).get(n) != base[n]]
+            shown[n] = f"{base[n]}" + (f" ({', '.join(others)})" if others else "")
+    return shown
+
+
+# --------------------------------------------------------------------------- output
+
+def out_option(prefix: str, files: str) -> Any:
+    """``--out DIR``: where a command writes ``files``; by default a new directory."""
+    import typer
+
+    return typer.Option(None, "--out", metavar="DIR", show_default=False,
+                        help=f"output directory ({files}); default: a new "
+                             f"results/{prefix}-YYYYMMDD-HHMMSS; a directory that holds "
+                             "files is refused unless --overwrite")
+
+
+def overwrite_option() -> Any:
+    import typer
+
+    return typer.Option(False, "--overwrite",
+                        help="write into an --out directory that holds earlier results")
+
+
+def quiet_option() -> Any:
+    import typer
+
+    return typer.Option(False, "--quiet", "-q", help="no progress bars on stderr")
+
+
+def output_dir(out: Path | None, overwrite: bool, prefix: str) -> Path:
+    """The directory a command writes to, created now (:func:`attnsignal.outdirs.
+    new_output_dir`): ``out`` if given (new, empty, or with ``overwrite``), else a new
+    ``results/<prefix>-<timestamp>``. Call it once the input is validated, before the work."""
+    from ..outdirs import new_output_dir
+    from ..paths import check_output_dir
+
+    if out is not None:
+        check_output_dir(out, "out", create=False)  # a file, too long, read-only...
+    return new_output_dir(out, base="results", prefix=prefix, overwrite=overwrite)

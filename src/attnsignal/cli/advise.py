@@ -8,6 +8,7 @@ and 10–90 % band of ``|ρ|`` under both schedules) and ``OUT/advice.{png,pdf}`
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any, Optional
 
@@ -20,11 +21,13 @@ from rich.markup import escape
 from ..paths import check_output_dir
 from ..validation import Integer, Optional as Opt, Real, parse_text
 from ._app import app
-from ._common import (FIELD_TABLE, MODEL_FIELDS, build_configs, config_options, console, out,
-                      progress_bar)
+from ._common import (
+    FIELD_TABLE, MODEL_FIELDS, build_configs, config_options, console, out, out_option,
+    output_dir, overwrite_option, preset_defaults, preset_option, preset_values, progress_bar,
+)
 
-MODEL_DEFAULTS = {"d": 100, "n_informative": 20, "n_nuisance": 80, "theta": 0.5, "beta": 1.0,
-                  "noise_std": 1.0, "signal_sign": "fixed"}
+#: the model of a bare ``attnsignal advise``: the default preset's (:mod:`attnsignal.presets`)
+MODEL_DEFAULTS = {k: v for k, v in preset_values(None).items() if k in MODEL_FIELDS}
 _RUN_DEFAULTS = {"batch": 1, "update": "projected", "seed": 0}
 
 
@@ -33,17 +36,20 @@ def _value(text: Optional[str], field: str, constraint: Any, default: Any) -> An
 
 
 @app.command("advise")
-@config_options(MODEL_FIELDS + ("batch", "update", "seed"), {**MODEL_DEFAULTS, **_RUN_DEFAULTS},
+@config_options(MODEL_FIELDS + ("batch", "update", "seed"),
+                preset_defaults(MODEL_FIELDS + ("batch", "update", "seed"), _RUN_DEFAULTS),
                 helps={"seed": "seed of the one-step moments (integer >= 0)"})
 def advise_cmd(
     flags: dict[str, Any],
+    preset: Optional[str] = preset_option(),
     target: Optional[str] = typer.Option(None, "--target", help="mean |ρ| to reach, in (0, 1) (default: 0.9)"),
     rho0: Optional[str] = typer.Option(None, "--rho0", help="initial alignment in [−1, 1] (default: a uniform start)"),
     compare_eta0: Optional[str] = typer.Option(None, "--compare-eta0", help="also predict the power-law schedule with this η0 (> 0)"),
     compare_k0: Optional[str] = typer.Option(None, "--compare-k0", help="its k0 (> 0; default: 1000)"),
     compare_power: Optional[str] = typer.Option(None, "--compare-power", help="its power (>= 0; default: 1)"),
-    config: Optional[Path] = typer.Option(None, "--config", help="TOML file with a \\[model] table; flags override it"),
-    out_dir: Path = typer.Option(Path("results/advise"), "--out", help="output directory (advice.parquet, advice.png, advice.pdf)"),
+    config: Optional[Path] = typer.Option(None, "--config", metavar="FILE", help="TOML file with a \\[model] table; it overrides the preset, flags override it"),
+    out_dir: Optional[Path] = out_option("advise", "advice.parquet, advice.png, advice.pdf"),
+    overwrite: bool = overwrite_option(),
     plot: bool = typer.Option(True, "--plot/--no-plot", help="write advice.png and advice.pdf"),
     max_evaluations: Optional[str] = typer.Option(None, "--max-evaluations", help="at most this many effective-dynamics runs comparing schedules (>= 4; default: 40); the search stops there and says so"),
     quiet: bool = typer.Option(False, "--quiet", help="no progress bar"),
@@ -61,7 +67,8 @@ def advise_cmd(
     from ..theory.effective import effective_dynamics
 
     model_flags = {n: flags[n] for n in MODEL_FIELDS}
-    model, _, _ = build_configs(model_flags, config, {**MODEL_DEFAULTS, "eta0": 0.01},
+    model_defaults = {k: v for k, v in preset_values(preset).items() if k in MODEL_FIELDS}
+    model, _, _ = build_configs(model_flags, config, {**model_defaults, "eta0": 0.01},
                                 tables=("model",))
     tgt = _value(target, "target", Real(gt=0.0, lt=1.0), 0.9)
     b = _value(flags["batch"], "batch", FIELD_TABLE["batch"], 1)
@@ -73,7 +80,8 @@ def advise_cmd(
         cmp_step = StepSize(eta0=_value(compare_eta0, "compare_eta0", Real(gt=0.0), None),
                             k0=_value(compare_k0, "compare_k0", Real(gt=0.0), 1000.0),
                             power=_value(compare_power, "compare_power", Real(ge=0.0), 1.0))
-    check_output_dir(out_dir, "out", create=False)  # a file, read-only...: before any work
+    if out_dir is not None:
+        check_output_dir(out_dir, "out", create=False)  # a file, read-only...: before any work
 
     from ..theory.advisor import MIN_EVALUATIONS
 
@@ -98,6 +106,8 @@ def advise_cmd(
     for line in dict.fromkeys(str(w.message) for w in caught
                               if issubclass(w.category, EffectiveDynamicsAccuracyWarning)):
         console.print(f"[yellow]warning:[/] {escape(line)}", soft_wrap=True, highlight=False)
+    run_line = _run_line(preset, model_flags, config, adv, r0, b, upd)
+    out.print(f"to run it: {run_line}", soft_wrap=True, markup=False, highlight=False)
     frames = []
     for name, ed in (("advised", adv.dynamics), ("optimal", adv.optimal_dynamics)):
         q10, q90 = ed.quantile([0.1, 0.9])
@@ -122,7 +132,7 @@ def advise_cmd(
     frame = pd.concat(frames, ignore_index=True)
     from ..persistence import atomic_write
 
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir = output_dir(out_dir, overwrite, "advise")
     atomic_write(out_dir / "advice.parquet", lambda tmp: frame.to_parquet(tmp, index=False))
     if plot:
         import matplotlib
@@ -130,18 +140,60 @@ def advise_cmd(
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
-        fig, ax = plt.subplots(figsize=(6.4, 4.0))
+        fig, (ax, ax_eta) = plt.subplots(1, 2, figsize=(11, 4.2))
+        steps_of = {"advised": adv.step, "optimal": adv.optimal, "compared": cmp_step}
         for name, g in frame.groupby("schedule", sort=False):
             x = np.maximum(g["samples"].to_numpy(), 1)
-            line, = ax.plot(x, g["mean_abs"], label=f"{name} (mean |ρ|)")
+            line, = ax.plot(x, g["mean_abs"], label=f"{name}: predicted mean $|\\rho|$")
             ax.fill_between(x, g["q10_abs"], g["q90_abs"], color=line.get_color(), alpha=0.2)
-        ax.axhline(tgt, color="k", lw=0.8, ls=":")
+            k = np.unique(np.maximum(g["step"].to_numpy(dtype=np.int64), 0))
+            ax_eta.plot(np.maximum(k * b, 1), steps_of[name].eta(k), color=line.get_color(),
+                        label=f"{name}: $\\eta_k$")
+        ax.axhline(tgt, color="k", lw=0.8, ls=":", label=f"target {tgt:g}")
         ax.set_xscale("log")
         ax.set_xlabel("samples per run")
-        ax.set_ylabel("|ρ| (mean and 10–90 % band, predicted)")
-        ax.legend(loc="lower right", fontsize=8)
+        ax.set_ylabel(r"$|\rho|$ (mean and 10–90 % band, predicted)")
+        ax.set_title("predicted alignment (effective dynamics)")
+        ax.legend(loc="upper left", fontsize=9.5)
+        ax.grid(alpha=0.3)
+        ax_eta.set_xscale("log")
+        ax_eta.set_yscale("log")
+        ax_eta.set_xlabel("samples per run")
+        ax_eta.set_ylabel(r"step size $\eta_k$")
+        ax_eta.set_title("schedules")
+        ax_eta.legend(loc="lower left", fontsize=9.5)
+        ax_eta.grid(alpha=0.3)
+        fig.suptitle(f"to run it: {run_line}", fontsize=9)
         fig.tight_layout()
         for ext in ("png", "pdf"):
             atomic_write(out_dir / f"advice.{ext}", lambda tmp, e=ext: fig.savefig(tmp, format=e))
         plt.close(fig)
     out.print(f"wrote {out_dir / 'advice.parquet'}", soft_wrap=True)
+
+
+def _run_line(preset: Optional[str], model_flags: dict, config: Optional[Path], adv: Any,
+              r0: Optional[float], batch: int, update: str) -> str:
+    """The ``attnsignal run`` command that applies the advice: the same model (preset, file
+    and flags as given here), the advised power law rounded to 3 significant digits, as many
+    updates as the advice predicts to the target (×1.5, rounded up to 2 significant digits)."""
+    words = ["attnsignal", "run"]
+    if preset is not None:
+        words += ["--preset", preset]
+    if config is not None:
+        words += ["--config", str(config)]
+    for name, value in model_flags.items():
+        if value is not None:
+            words += [f"--{name.replace('_', '-')}", str(value)]
+    st = adv.step
+    steps = max(int(math.ceil(1.5 * adv.samples / max(batch, 1))), 1)
+    digits = max(len(str(steps)) - 2, 0)
+    steps = int(math.ceil(steps / 10 ** digits) * 10 ** digits)
+    words += ["--eta0", f"{st.eta0:.3g}", "--k0", f"{st.k0:.3g}", "--power", f"{st.power:.3g}",
+              "--steps", str(steps)]
+    if batch != 1:
+        words += ["--batch", str(batch)]
+    if update != "projected":
+        words += ["--update", update]
+    if r0 is not None:
+        words += ["--initial-alignment", f"{r0:g}"]
+    return " ".join(words)

@@ -7,10 +7,8 @@ from typing import Optional
 
 import typer
 from rich.table import Table
-from typer.core import TyperCommand
 
-from ..config import ConfigError
-from ._app import app
+from ._app import HelpCommand, app
 from ._common import console, out
 from ._slurm import SlurmFlags, slurm_flags
 
@@ -19,7 +17,7 @@ from ._slurm import SlurmFlags, slurm_flags
 EXIT_EXPERIMENT_FAILED = 3
 
 
-class _ReproduceCommand(TyperCommand):
+class _ReproduceCommand(HelpCommand):
     """The command whose help lists the registered experiments, read from the registry when
     the help is shown (importing the experiments takes seconds: ``attnsignal --help`` shows
     the short help only)."""

@@ -20,6 +20,7 @@ and :class:`~attnsignal.config.StepSize` and validated there; ``--config FILE.to
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import Optional
 
@@ -28,21 +29,36 @@ import pandas as pd
 import typer
 from rich.table import Table
 
-from ..config import RunConfig
+from ..config import ConfigError, RunConfig
 from ..limits import MAX_EXACT_BETA_SIGMA
 from ..paths import check_output_dir
 from ..validation import Integer, OneOf, Real, Sequence
-from ._app import app
+from ._app import UsageFailure, app
 from ._common import (
     MODEL_FIELDS, STEP_FIELDS, build_configs, config_options, console, fmt, load_toml, option,
-    option_value, out, progress_bar, reported_warnings,
+    option_value, out, out_option, output_dir, overwrite_option, preset_defaults, preset_option,
+    preset_values, progress_bar, quiet_option, reported_warnings,
 )
-from .run import RUN_DEFAULTS
 
-#: The model of a bare ``attnsignal landscape`` / ``ode`` (that of ``attnsignal run``): a few
-#: seconds on 2 cores, and a landscape with an interior minimum, so both ±ξ attract.
-MODEL_DEFAULTS = {k: RUN_DEFAULTS[k] for k in
-                  ("d", "n_informative", "n_nuisance", "theta", "beta", "noise_std", "signal_sign")}
+#: The model of a bare ``attnsignal landscape`` / ``ode``: the default preset's (that of every
+#: command, :mod:`attnsignal.presets`) — a few seconds on 2 cores, and a landscape with an
+#: interior minimum, so both ±ξ attract.
+MODEL_DEFAULTS = {k: v for k, v in preset_values(None).items() if k in MODEL_FIELDS}
+
+
+def _preset_model(name: str | None) -> dict:
+    """The model fields of preset ``name`` (the default preset when None)."""
+    return {k: v for k, v in preset_values(name).items() if k in MODEL_FIELDS}
+
+
+_METHOD_WORDS = re.compile(r"method='(\w+)'")
+
+
+def _in_flag_words(exc: ConfigError) -> UsageFailure:
+    """A theory-layer error about its ``method`` argument, reworded for the command line's
+    ``--methods`` flag (``use --methods mc``, not ``use method='mc'``)."""
+    text = _METHOD_WORDS.sub(r"--methods \1", str(exc))
+    return UsageFailure(re.sub(r"^method:", "methods:", text))
 #: Step size of a bare ``attnsignal ode``: small enough that ``--compare`` tracks the ODE
 #: (max gap ≈ 0.02 with 30 runs; ``attnsignal run``'s η0 = 0.02 plateaus near |ρ| ≈ 0.8 this
 #: early) and still only ~5 000 steps to t ≈ 3.
@@ -157,20 +173,22 @@ def _model_line(model) -> str:
 
 
 @app.command("landscape")
-@config_options(MODEL_FIELDS, MODEL_DEFAULTS,
+@config_options(MODEL_FIELDS, preset_defaults(MODEL_FIELDS),
                 {"beta": "inverse temperature β (> 0; method 'exact' needs βσ <= "
                          f"{MAX_EXACT_BETA_SIGMA:g})"})
 def landscape_cmd(
     flags: dict,
+    preset: Optional[str] = preset_option(),
     points: Optional[str] = option("--points", _POINTS, 201, "grid points on [−1, 1] for 'exact' and 'asymptotic' (integer >= 3)"),
     methods: Optional[str] = option("--methods", _METHODS, "exact,mc,asymptotic", "comma-separated subset of exact, mc, asymptotic"),
     mc_samples: Optional[str] = option("--mc-samples", _MC_SAMPLES, 20000, "Monte-Carlo draws, shared by every grid point (integer >= 2)"),
     mc_points: Optional[str] = option("--mc-points", _POINTS, 21, "Monte-Carlo grid points, a subgrid of --points (integer >= 3)"),
     seed: Optional[str] = option("--seed", _SEED, 0, "seed of the Monte-Carlo draws (integer >= 0)"),
-    config: Optional[Path] = typer.Option(None, "--config", help="TOML file with a \\[model] table; flags override it"),
-    out_dir: Path = typer.Option(Path("results/landscape"), "--out", help="output directory (landscape.parquet, landscape.png, landscape.pdf)"),
+    config: Optional[Path] = typer.Option(None, "--config", metavar="FILE", help="TOML file with a \\[model] table; it overrides the preset, flags override it"),
+    out_dir: Optional[Path] = out_option("landscape", "landscape.parquet, landscape.png, landscape.pdf"),
+    overwrite: bool = overwrite_option(),
     plot: bool = typer.Option(True, "--plot/--no-plot", help="write landscape.png and landscape.pdf"),
-    quiet: bool = typer.Option(False, "--quiet", help="no progress bar"),
+    quiet: bool = quiet_option(),
 ) -> None:
     """The population objective Φ(ρ) = J(q) for ⟨q, ξ⟩ = ρ and the field (1 − ρ²)Φ'(ρ).
 
@@ -183,18 +201,21 @@ def landscape_cmd(
     from ..theory.asymptotic import asymptotic_reliability
     from ..theory.plots import plot_landscape
 
-    model, _, _ = build_configs(flags, config, {**MODEL_DEFAULTS, **STEP_DEFAULTS, "steps": 1},
-                                tables=("model",))
+    model, _, _ = build_configs(flags, config, {**_preset_model(preset), **STEP_DEFAULTS,
+                                                "steps": 1}, tables=("model",))
     n_points = option_value(points, "points", _POINTS, 201)
     meths = _methods(methods)
     n_samples = option_value(mc_samples, "mc_samples", _MC_SAMPLES, 20_000)
     n_mc = option_value(mc_points, "mc_points", _POINTS, 21)
     seed_v = option_value(seed, "seed", _SEED, 0)
-    check_output_dir(out_dir, "out", create=False)
     check_grid_size(model, n_points, meths)
 
     for m in meths:  # fail fast (one line, before any progress bar) on a method's own limits
-        landscape(model, np.zeros(1), m, n_samples=2, seed=seed_v)
+        try:
+            landscape(model, np.zeros(1), m, n_samples=2, seed=seed_v)
+        except ConfigError as exc:
+            raise _in_flag_words(exc) from None
+    out_dir = output_dir(out_dir, overwrite, "landscape")
     rho = np.linspace(-1.0, 1.0, n_points)
     rows = _subgrid(n_points, 11)  # the printed subgrid
     mc_idx = np.union1d(_subgrid(n_points, n_mc), rows)  # mc on a subgrid holding the rows
@@ -209,11 +230,14 @@ def landscape_cmd(
     results = {}
     with progress_bar(stages, "landscape", not quiet) as adv:
         for m in meths:
-            if m == "mc":
-                results[m] = landscape(model, rho[mc_idx], "mc", n_samples=n_samples,
-                                       seed=seed_v)
-            else:
-                results[m] = landscape(model, rho, m)
+            try:
+                if m == "mc":
+                    results[m] = landscape(model, rho[mc_idx], "mc", n_samples=n_samples,
+                                           seed=seed_v)
+                else:
+                    results[m] = landscape(model, rho, m)
+            except ConfigError as exc:
+                raise _in_flag_words(exc) from None
             adv(1)
         basins = landscape_verdict(model, fp_method)
         adv(1)
@@ -260,7 +284,7 @@ def landscape_cmd(
 @app.command("ode")
 @config_options(MODEL_FIELDS + STEP_FIELDS
                 + ("runs", "steps", "seed", "batch", "update", "record_every", "record"),
-                {**MODEL_DEFAULTS, **STEP_DEFAULTS, "runs": 30, "seed": 0,
+                {**preset_defaults(MODEL_FIELDS), **STEP_DEFAULTS, "runs": 30, "seed": 0,
                  "steps": "the step index of t-max", "batch": 1, "update": "projected",
                  "record_every": "steps // 200", "record": "linear"},
                 {"beta": "inverse temperature β (> 0; Φ' by exact quadrature while βσ <= "
@@ -277,14 +301,16 @@ def landscape_cmd(
                            "comma-separated list of step indices"})
 def ode_cmd(
     flags: dict,
+    preset: Optional[str] = preset_option(),
     rho0: Optional[str] = option("--rho0", _RHO0, RHO0_DEFAULT, "initial alignment ρ0 in [−1, 1] (0 is a fixed point when the landscape is even, e.g. --signal-sign random)"),
     t_max: Optional[str] = option("--t-max", _T_MAX, "1.25 × the last hitting time", "ODE time horizon (> 0)"),
     compare: bool = typer.Option(False, "--compare", help="also simulate with the chain engine from ρ0 and overlay the mean and 10–90 % band"),
     effective: bool = typer.Option(False, "--effective", help="also predict the law of ρ_k at finite step and dimension (effective dynamics): mean |ρ| and 10–90 % band of |ρ|"),
-    config: Optional[Path] = typer.Option(None, "--config", help="TOML file with \\[model], \\[step], \\[run] tables; flags override it (\\[run] initial_alignment is the default ρ0)"),
-    out_dir: Path = typer.Option(Path("results/ode"), "--out", help="output directory (trajectory.parquet, ode.png, ode.pdf; with --compare also compare.parquet and simulation/; with --effective also effective.parquet)"),
+    config: Optional[Path] = typer.Option(None, "--config", metavar="FILE", help="TOML file with \\[model], \\[step], \\[run] tables; they override the preset, flags override them (\\[run] initial_alignment is the default ρ0)"),
+    out_dir: Optional[Path] = out_option("ode", "trajectory.parquet, ode.png, ode.pdf; with --compare also compare.parquet and simulation/; with --effective also effective.parquet"),
+    overwrite: bool = overwrite_option(),
     plot: bool = typer.Option(True, "--plot/--no-plot", help="write ode.png and ode.pdf"),
-    quiet: bool = typer.Option(False, "--quiet", help="no progress bar"),
+    quiet: bool = quiet_option(),
 ) -> None:
     """The limiting ODE dρ/dt = (1 − ρ²) Φ'(ρ) of SGA in ODE time t = Σ η_k.
 
@@ -309,10 +335,11 @@ def ode_cmd(
     if config is not None:
         file_run = load_toml(config).get("run", {})
         file_run = file_run if isinstance(file_run, dict) else {}
-    defaults = {**MODEL_DEFAULTS, **STEP_DEFAULTS, "steps": 1, "runs": 30, "seed": 0,
+    defaults = {**_preset_model(preset), **STEP_DEFAULTS, "steps": 1, "runs": 30, "seed": 0,
                 "engine": "chain"}
     model, step, run = build_configs(flags, config, defaults)
-    check_output_dir(out_dir, "out", create=False)
+    if out_dir is not None:
+        check_output_dir(out_dir, "out", create=False)  # created below, once the input holds
     steps_given = flags["steps"] is not None or "steps" in file_run
     if rho0 is not None:
         r0 = option_value(rho0, "rho0", _RHO0, None)
@@ -334,6 +361,7 @@ def ode_cmd(
     rc = RunConfig(**{**run, "initial_alignment": r0})  # validated, with its default records
     if effective:
         study.check_effective(model, step, rc)
+    out_dir = output_dir(out_dir, overwrite, "ode")
 
     t_grid = np.linspace(0.0, t_win, 601)
     traj = pd.DataFrame({"t": t_grid, "step": np.asarray(step.step_at_time(t_grid)),
@@ -377,17 +405,23 @@ def ode_cmd(
     table.add_column("target |ρ|", justify="right")
     table.add_column("ODE time t", justify="right")
     table.add_column("step k", justify="right")
+    if ed is not None:
+        table.add_column("effective dynamics: mean |ρ_k| reaches it at step", justify="right")
     for x in TARGETS:
         h = sol.hitting_times[x]
         k = sol.hitting_steps[x]
         if stationary:
-            table.add_row(f"{x:g}", "never (ρ0 is a fixed point)", "—")
+            row = [f"{x:g}", "never (ρ0 is a fixed point)", "—"]
         elif not math.isfinite(h):
             reached = "not reached" + (f" by t = {tmax:g}" if tmax is not None else "")
-            table.add_row(f"{x:g}", reached, "—")
+            row = [f"{x:g}", reached, "—"]
         else:
             ks = "never (Σ η_k < t)" if k > study.UNREACHABLE_STEP else f"{k:,}"
-            table.add_row(f"{x:g}", f"{h:.8g}", ks)
+            row = [f"{x:g}", f"{h:.8g}", ks]
+        if ed is not None:
+            ke = ed.hitting_step(x)
+            row.append(f"{ke:,} (first record)" if ke >= 0 else f"not by {rc.steps:,}")
+        table.add_row(*row)
     out.print(table)
     att = basins.attractor_of(r0)
     if att is None:
@@ -397,14 +431,15 @@ def ode_cmd(
         out.print(f"ρ0 = {r0:+.6g} lies in the basin of ρ = {att:+g}", soft_wrap=True)
     _print_fixed_points(basins, ode.method)
     if tr is not None:
-        what = "|ρ|" if tr.mode == "abs" else "ρ"
         out.print(f"simulation: {tr.runs} {run['engine']}-engine runs of {int(run['steps']):,} "
                   f"steps from ρ0 = {r0:+.6g} (seed {run['seed']})", soft_wrap=True)
+    if tr is not None and gaps is None:  # with --effective, the gaps table says it
+        what = "|ρ|" if tr.mode == "abs" else "ρ"
         out.print(f"max gap |mean {what} − ODE| = {tr.gap:.4g} at t = {tr.gap_time:.4g} "
                   f"(over t <= {tr.T:.4g}); ODE inside mean ± 1.96 se at "
                   f"{tr.fraction_inside:.0%} of the records", soft_wrap=True)
     if ed is not None:
-        _print_effective(ed, eff_frame, rc, r0, TARGETS, sol, stationary)
+        _print_effective(ed, eff_frame, rc, r0)
     if gaps is not None:
         _print_gaps(gaps, tr.runs)
     files = [out_dir / "trajectory.parquet", *paths]
@@ -418,10 +453,7 @@ def ode_cmd(
 # --------------------------------------------------------------------------- ode --effective
 
 
-def _print_effective(ed, frame: pd.DataFrame, rc: RunConfig, r0: float, targets, sol,
-                     stationary: bool) -> None:
-    from ..theory.ode_study import UNREACHABLE_STEP
-
+def _print_effective(ed, frame: pd.DataFrame, rc: RunConfig, r0: float) -> None:
     out.print(f"effective dynamics: law of ρ_k over {rc.steps:,} steps from ρ0 = {r0:+.6g} "
               f"(batch {rc.batch}, {rc.update} update, moments seed {rc.seed}; "
               f"{ed.timings['total_s']:.2f} s)", soft_wrap=True)
@@ -442,22 +474,19 @@ def _print_effective(ed, frame: pd.DataFrame, rc: RunConfig, r0: float, targets,
         out.print(f"effective dynamics: Monte-Carlo standard error of the mean |ρ| at most "
                   f"{diag.stderr:.2g} ({diag.draws:,} draws a moment node); predicted error "
                   f"{diag.predicted_error:.2g} <= tolerance {diag.tolerance}", soft_wrap=True)
-    for x in targets:
-        k = ed.hitting_step(x)
-        k_ode = sol.hitting_steps.get(x, -1) if not stationary else -1
-        eff = f"step {k:,} (first record)" if k >= 0 else f"not by step {rc.steps:,}"
-        ode = f"step {k_ode:,}" if 0 <= k_ode <= UNREACHABLE_STEP else "never"
-        out.print(f"mean |ρ| >= {x:g}: effective dynamics {eff}; limiting ODE {ode}",
-                  soft_wrap=True)
 
 
 def _print_gaps(gaps: dict, runs: int) -> None:
-    """One line per theory: its largest gap to the simulated mean |ρ| with the standard error
+    """One row per theory: its largest gap to the simulated mean |ρ| with the standard error
     of that mean there, and the largest excess over 3 standard errors."""
+    table = Table(title=f"theory against the simulated mean |ρ| ({runs} runs)")
+    table.add_column("theory", no_wrap=True)
+    for head in ("max gap", "± se", "at step", "ODE time t", "max(gap − 3 se)"):
+        table.add_column(head, justify="right")
     for name, key in (("limiting ODE", "ode"), ("effective dynamics", "effective")):
         g = gaps[key]
-        out.print(f"max gap |sim mean |ρ| − {name}| = {g['gap']:.4g} ± {g['se']:.2g} (se of "
-                  f"the mean over {runs} runs) at step {g['step']:,} (t = {g['t']:.4g}); "
-                  f"max(gap − 3 se) = {g['excess_3se']:+.4g}", soft_wrap=True)
+        table.add_row(name, f"{g['gap']:.4g}", f"{g['se']:.2g}", f"{g['step']:,}",
+                      f"{g['t']:.4g}", f"{g['excess_3se']:+.4g}")
+    out.print(table)
     out.print(f"effective 10–90 % band of |ρ| holds {gaps['band']:.1%} of the (run, record) "
               "pairs after the first 5 % of the records (80 % expected)", soft_wrap=True)

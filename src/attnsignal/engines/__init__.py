@@ -21,7 +21,7 @@ from .chain import ChainEngine
 from .chain32 import Chain32Engine
 from .literal import LiteralEngine
 from .projected import ProjectedEngine
-from .registry import engine_names, engines_with, get_engine, register
+from .registry import engine_names, engines_with, fastest_engine, get_engine, register
 
 __all__ = [
     "Engine",
@@ -31,6 +31,7 @@ __all__ = [
     "get_engine",
     "engine_names",
     "engines_with",
+    "fastest_engine",
     "register",
 ]
 

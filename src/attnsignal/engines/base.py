@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import abc
 import os
+import re
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Mapping, Sequence
 
@@ -113,8 +114,13 @@ class Capabilities:
         values the engine implements; a field not listed accepts only its default, so a
         variant added to the configs later is refused until the engine lists it
         (:meth:`Engine.check`)
-    cost : time per update, for help texts (e.g. ``"O(B L d)"``)
+    cost : time per update in the minibatch ``B``, tokens ``L`` and dimension ``d``, e.g.
+        ``"O(B L d)"`` or ``"O(B (L + d))"`` (sums and products of the three): the help texts
+        print it and :meth:`cost_of` evaluates it, so that the command line picks the cheapest
+        engine (:func:`~attnsignal.engines.registry.fastest_engine`)
     summary : one line for help texts
+    opt_in : never picked by default, only by name (e.g. ``chain32``: equal in law but not
+        bit-identical to ``chain``)
     """
 
     has_query: bool
@@ -122,9 +128,61 @@ class Capabilities:
     supports: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     cost: str = ""
     summary: str = ""
+    opt_in: bool = False
+
+    def cost_of(self, batch: int, tokens: int, d: int) -> float:
+        """``cost`` at ``B = batch``, ``L = tokens``, ``d = d`` (the constant dropped; inf
+        when no cost is declared). ``ValueError`` for a cost that is not a sum or product of
+        ``B``, ``L``, ``d`` and numbers inside ``O(…)``."""
+        return _evaluate_cost(self.cost, {"B": batch, "L": tokens, "d": d})
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "supports", check_supports(self.supports))
+
+
+def _evaluate_cost(cost: str, values: Mapping[str, float]) -> float:
+    """The value of ``O(expr)`` where ``expr`` is a sum of products (juxtaposition) of the
+    names in ``values``, numbers and parenthesised sums."""
+    text = cost.strip()
+    if not text:
+        return float("inf")
+    if not (text.startswith("O(") and text.endswith(")")):
+        raise ValueError(f"cost: must read O(...); got {cost!r}")
+    tokens = re.findall(r"\d+(?:\.\d+)?|[A-Za-z]+|[()+]|\S", text[2:-1])
+    pos = 0
+
+    def term() -> float:
+        nonlocal pos
+        value = 1.0
+        while pos < len(tokens) and tokens[pos] not in ("+", ")"):
+            tok = tokens[pos]
+            pos += 1
+            if tok == "(":
+                value *= expr()
+                if pos >= len(tokens) or tokens[pos] != ")":
+                    raise ValueError(f"cost: unbalanced parentheses in {cost!r}")
+                pos += 1
+            elif tok in values:
+                value *= float(values[tok])
+            elif re.fullmatch(r"\d+(?:\.\d+)?", tok):
+                value *= float(tok)
+            else:
+                raise ValueError(f"cost: unknown term {tok!r} in {cost!r} (allowed: "
+                                 f"{', '.join(values)}, numbers, +, parentheses)")
+        return value
+
+    def expr() -> float:
+        nonlocal pos
+        total = term()
+        while pos < len(tokens) and tokens[pos] == "+":
+            pos += 1
+            total += term()
+        return total
+
+    result = expr()
+    if pos != len(tokens):
+        raise ValueError(f"cost: unbalanced parentheses in {cost!r}")
+    return result
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ class Chain32Engine(ChainEngine):
     single = True
     capabilities = Capabilities(
         supports=ChainEngine.capabilities.supports,
-        has_query=False, exact_in_law=True, cost="O(B L)",
+        has_query=False, exact_in_law=True, cost="O(B L)", opt_in=True,
         summary="the alignment chain with float32 per-sample arithmetic (opt-in, 0.9-1.1x the "
                 "speed of 'chain'; equal in law, not bit-identical to 'chain')",
     )

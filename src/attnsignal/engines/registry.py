@@ -13,10 +13,12 @@ engines are registered when :mod:`attnsignal.engines` is imported).
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..validation import OneOf
 from .base import Engine
 
-__all__ = ["register", "get_engine", "engine_names", "engines_with"]
+__all__ = ["register", "get_engine", "engine_names", "engines_with", "fastest_engine"]
 
 _ENGINES: dict[str, Engine] = {}
 #: a registered engine's name (read from the registry at each check)
@@ -53,3 +55,35 @@ def engines_with(**capabilities: object) -> tuple[str, ...]:
     ``engines_with(has_query=True)``."""
     return tuple(n for n, e in _ENGINES.items()
                  if all(getattr(e.capabilities, k) == v for k, v in capabilities.items()))
+
+
+def fastest_engine(model: Any, run: Any) -> str:
+    """The engine a run uses when none is named: among the registered engines that are exact
+    in law, not opt-in, and accept ``model`` and ``run`` (:meth:`~.base.Engine.check`: the
+    variants they support, their sizes), the one of least declared cost per update
+    (:meth:`~.base.Capabilities.cost_of` at the run's ``B``, ``L``, ``d``); the first
+    registered among equals. The ``engine`` field of ``run`` is ignored. Raises the first
+    candidate's ConfigError when none accepts the configuration."""
+    from dataclasses import replace
+
+    from ..config import ConfigError
+
+    best: tuple[float, str] | None = None
+    first_error: ConfigError | None = None
+    for name, engine in _ENGINES.items():
+        caps = engine.capabilities
+        if caps.opt_in or not caps.exact_in_law:
+            continue
+        try:
+            engine.check(model, replace(run, engine=name))
+        except ConfigError as exc:
+            first_error = first_error or exc
+            continue
+        cost = caps.cost_of(run.batch, model.n_informative + model.n_nuisance, model.d)
+        if best is None or cost < best[0]:
+            best = (cost, name)
+    if best is None:
+        if first_error is not None:
+            raise first_error
+        raise ConfigError("engine", "must name a registered engine (none is registered)", None)
+    return best[1]
