@@ -17,13 +17,14 @@ import typer
 
 from ..validation import Integer, Real
 from . import UsageFailure, app
-from . import _slurm as slurm_flags
+from ._slurm import SlurmFlags, slurm_flags
 from ._common import console, option, option_value, out
 
 _CONFIGS = Integer(ge=1, doc="configurations drawn from the box")
 
 
 @app.command("validate")
+@slurm_flags
 def validate_cmd(
     configs: Optional[str] = option("--configs", _CONFIGS, 60),
     seed: Optional[str] = option("--seed", Integer(ge=0), 27, "seed of the draw, the runs and "
@@ -47,15 +48,8 @@ def validate_cmd(
     retries: int = typer.Option(2, "--retries", help="restarts of a broken local pool / "
                                 "retries of a Dask task"),
     quiet: bool = typer.Option(False, "--quiet", help="no progress bar"),
-    partition: Optional[str] = slurm_flags.PARTITION,
-    account: Optional[str] = slurm_flags.ACCOUNT,
-    walltime: Optional[str] = slurm_flags.WALLTIME,
-    memory: Optional[str] = slurm_flags.MEMORY,
-    cores_per_job: Optional[int] = slurm_flags.CORES,
-    jobs: Optional[int] = slurm_flags.JOBS,
-    sbatch: Optional[list[str]] = slurm_flags.SBATCH,
-    slurm_config: Optional[Path] = slurm_flags.CONFIG,
-    dry_run: bool = slurm_flags.DRY_RUN,
+    *,
+    slurm: SlurmFlags,
 ) -> None:
     """Check the effective dynamics against chain-engine runs at configurations drawn at random
     from d ∈ [20, 5000], R ∈ [5, 500], N/R ∈ [1, 40], θ ∈ [0.1, 1.5], β ∈ [0.3, 2.5], both
@@ -65,7 +59,6 @@ def validate_cmd(
     the predicted 10–90 % band, the effective dynamics' own verdict and both costs; then the
     fractions against the targets.
     """
-    from ..config import ConfigError
     from ..paths import check_output_dir
     from ..sweep.runner import check_executor_options
     from ..validate import MapSettings, draw_configs, run_map
@@ -78,14 +71,9 @@ def validate_cmd(
         seed=option_value(seed, "seed", Integer(ge=0), defaults.seed),
         n_samples=option_value(n_samples, "n_samples", Integer(ge=100), defaults.n_samples),
         budget=option_value(budget, "budget", Real(gt=0.0), defaults.budget))
-    if slurm_config is not None and executor != "slurm":
-        raise ConfigError("--slurm-config", "only with --executor slurm", str(slurm_config))
-    base = slurm_flags.options_file(slurm_config) if slurm_config is not None else None
-    slurm = slurm_flags.slurm_options(
-        executor, base, partition=partition, account=account, walltime=walltime, memory=memory,
-        cores=cores_per_job, jobs=jobs, sbatch=sbatch, dry_run=dry_run)
+    flags, slurm = slurm, slurm.options(executor)
     check_executor_options(executor, scheduler, workers, None, retries)
-    if slurm is not None and dry_run:
+    if slurm is not None and flags.dry_run:
         from ..sweep.slurm import slurm_job_script
 
         out.print(slurm_job_script(slurm), markup=False, highlight=False, soft_wrap=True)
