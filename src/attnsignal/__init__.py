@@ -40,6 +40,8 @@ def __getattr__(name: str):
         "samples_to_reach": "theory", "tracking": "theory", "Tracking": "theory",
         "sa_diagnostics": "theory", "effective_dynamics": "theory",
         "EffectiveDynamics": "theory", "advise_schedule": "theory", "Advice": "theory", "landscape_verdict": "theory", "flow": "theory",
+        "scaling_law": "theory", "ScalingLaw": "theory",
+        "measure_samples": "measure", "SampleMeasurement": "measure",
         "load_sweep": "sweep", "run_sweep": "sweep", "SweepSpec": "sweep",
         "sweep_status": "sweep",
         "Plan": "reproduce",

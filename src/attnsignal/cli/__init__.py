@@ -52,7 +52,7 @@ class UsageFailure(Exception):
 
 def _register() -> None:
     """Import the command modules (each registers its commands on ``app``)."""
-    from . import advise, baseline, bench, reproduce, run, sweep, theory  # noqa: F401
+    from . import advise, baseline, bench, reproduce, run, scaling, sweep, theory  # noqa: F401
 
 
 #: Options whose value is a path: an empty value is refused before click sees it.
