@@ -12,8 +12,8 @@ Three configurations, both signs, 64 runs per point (by default):
 For every point: the predicted samples (the law at that d), its Monte-Carlo error, the measured
 samples (first recorded step at which the mean |ρ| of the runs reaches the target) with its 95 %
 bootstrap interval, and the per-run hitting times (mean, standard deviation, interquartile range)
-against the law's. Then c_critical against a bisection with the chain (the largest c whose mean
-|ρ| reaches the target within 10× the samples predicted at 0.6 c_critical).
+against the law's. Then c_critical against the chain (:func:`critical`: where the chain's
+stationary mean |ρ| crosses the target, per branch).
 
 Results are appended, one JSON line per point, to ``--out`` (default
 ``/work/notes/i29/scaling_bench.jsonl``; a rerun skips the points already there), and the table is
@@ -30,12 +30,13 @@ import json
 import math
 import time
 import warnings
+import zlib
 from pathlib import Path
 
 import numpy as np
 
 import attnsignal as asg
-from attnsignal.measure import measure_samples
+from attnsignal.measure import compare_law, measure_samples
 from attnsignal.theory.scaling import scaling_law
 
 CONFIGS = {
@@ -60,6 +61,22 @@ def _law(name: str, sign: str):
                        n_samples=cfg["n_samples"], seed=1)
 
 
+def point_seed(base: int, name: str, sign: str, d: int) -> int:
+    """An independent seed for every point: the runs of one seed share their starts' draws
+    across dimensions (the same spawn keys), which would make the points' errors move
+    together."""
+    return base * 1_000_003 + zlib.crc32(f"{name}:{sign}:{d}".encode()) % 1_000_000
+
+
+def _runs_at(spec: str, default: int) -> dict:
+    """``"1e2:512,1e4:256"`` → ``{100: 512, 10000: 256}``."""
+    out = {}
+    for part in filter(None, spec.split(",")):
+        d, r = part.split(":")
+        out[int(float(d))] = int(r)
+    return out
+
+
 def _done(out: Path) -> set:
     if not out.exists():
         return set()
@@ -77,68 +94,78 @@ def _append(out: Path, row: dict) -> None:
 
 def point(name: str, sign: str, law, d: int, runs: int, seed: int) -> dict:
     t0 = time.perf_counter()
-    hl = law.law(d)
-    pred = hl.samples
-    t_law = time.perf_counter() - t0
-    q25, q75 = hl.hitting_quantile([0.25, 0.75])
-    row = {"kind": "samples", "config": name, "sign": sign, "d": d,
-           "L": law.model_at(d).n_tokens, "c": law.c, "eta": law.step_size(d),
-           "tau": law.tau(d), "predicted": pred, "predicted_error": law.samples_error(d),
-           "hit_mean_pred": hl.hit_mean, "hit_sd_pred": hl.hit_sd, "iqr_pred": q75 - q25,
-           "escape": hl.escape is not None, "law_s": t_law}
-    if math.isfinite(pred):
-        t1 = time.perf_counter()
-        L = law.model_at(d).n_tokens
-        hor = HORIZON if pred * L * runs * HORIZON < LONG_WORK else HORIZON_LONG
-        row["horizon"] = hor
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            ms = measure_samples(law.model_at(d), law.step(d), law.target,
-                                 steps=int(hor * pred) + 10, runs=runs, seed=seed)
-        row.update(measured=ms.samples, lo=ms.interval[0], hi=ms.interval[1],
-                   hit_mean=ms.hit_mean, hit_mean_lo=ms.hit_mean_interval[0],
-                   hit_mean_hi=ms.hit_mean_interval[1], hit_sd=ms.hit_sd,
-                   hit_sd_lo=ms.hit_sd_interval[0], hit_sd_hi=ms.hit_sd_interval[1],
-                   iqr=ms.iqr, iqr_lo=ms.iqr_interval[0], iqr_hi=ms.iqr_interval[1],
-                   reached=ms.reached, runs=runs, chain_s=time.perf_counter() - t1)
+    pred = law.samples(d)
+    L = law.model_at(d).n_tokens
+    hor = HORIZON if pred * L * runs * HORIZON < LONG_WORK else HORIZON_LONG
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        row = compare_law(law, [d], runs=runs if math.isfinite(pred) else 0, seed=seed,
+                          horizon=hor)[0]
+    row.update(kind="samples", config=name, horizon=hor, escape=law.law(d).escape is not None,
+               seed=seed, seconds=time.perf_counter() - t0)
     return row
 
 
 def critical(name: str, sign: str, law, d: int, runs: int, seed: int) -> dict:
-    """Bisection with the chain on log c between 0.6 and 1.5 × the law's c_critical at d: a c
-    passes if the chain's mean |ρ| reaches the target within 10× the samples predicted at
-    0.6 c_critical (the hitting time grows without bound as c → c_critical)."""
+    """c_critical at d against the chain, per branch (the runs that go to +ξ, and for the fixed
+    sign also those that go to −ξ): the law's largest c whose long-run mean |ρ| on the branch
+    reaches the target (``c_critical_at(d, side)``: the plateau, moved by the noise's
+    stationary shift), and the c at which the chain's stationary mean |ρ| crosses the target —
+    runs started at ±0.9 (above the plateau: no escape to wait for), the run-mean |ρ|
+    time-averaged over the second half of 1.5× the samples predicted at 0.6 c_critical, at
+    five c from 0.94 to 1.06 × the law's value, a straight line through them solved for the
+    target; its interval from 400 bootstrap resamples of the runs."""
     t0 = time.perf_counter()
-    cc = law.c_critical_at(d)
-    horizon = int(10 * law.with_c(0.6 * cc).samples(d)) + 10
-    lo, hi = 0.6 * cc, 1.5 * cc
-    tests = []
+    out = {"kind": "critical", "config": name, "sign": sign, "d": d, "runs": runs,
+           "sides": {}}
+    m = law.model_at(d)
+    sides = (1,) if sign == "random" else (1, -1)
+    ccs = {side: law.c_critical_at(d, side) for side in sides}
+    # the time scale: the samples at 0.6 × the smallest critical c (reachable on every branch)
+    steps = int(1.5 * law.with_c(0.6 * min(ccs.values())).samples(d)) + 10
+    for side in sides:
+        cc = ccs[side]
+        cs = cc * np.array([0.94, 0.97, 1.0, 1.03, 1.06])
+        curves = []
+        for j, c in enumerate(cs):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                res = asg.simulate(m, law.with_c(float(c)).step(d), steps=steps, runs=runs,
+                                   engine="chain", initial_alignment=0.9 * side,
+                                   seed=seed + j, record_every=max(1, steps // 200))
+            a = np.abs(res.alignment)
+            curves.append(a[:, a.shape[1] // 2:].mean(axis=1))  # per-run time average
+        per_run = np.array(curves)  # (5, runs)
+        rng = np.random.default_rng(seed)
 
-    def passes(c: float) -> bool:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            ms = measure_samples(law.model_at(d), law.with_c(c).step(d), law.target,
-                                 steps=horizon, runs=runs, seed=seed, n_boot=100)
-        tests.append((c, ms.samples))
-        return ms.samples >= 0
+        def crossing(idx: np.ndarray) -> float:
+            y = per_run[:, idx].mean(axis=1)
+            b, a0 = np.polyfit(cs / cc - 1.0, y, 1)
+            return float(cc * (1.0 + (law.target - a0) / b))
 
-    assert passes(lo) and not passes(hi), tests
-    while hi / lo > 1.01:
-        mid = math.sqrt(lo * hi)
-        lo, hi = (mid, hi) if passes(mid) else (lo, mid)
-    return {"kind": "critical", "config": name, "sign": sign, "d": d, "c_law": cc,
-            "c_chain_lo": lo, "c_chain_hi": hi, "tests": tests, "runs": runs,
-            "horizon": horizon, "seconds": time.perf_counter() - t0}
+        c_chain = crossing(np.arange(runs))
+        boot = [crossing(rng.integers(0, runs, runs)) for _ in range(400)]
+        out["sides"][str(side)] = {
+            "c_law": cc, "c_chain": c_chain, "lo": float(np.quantile(boot, 0.025)),
+            "hi": float(np.quantile(boot, 0.975)), "cs": cs.tolist(),
+            "stationary_mean": per_run.mean(axis=1).tolist(),
+            "law_settled": [law.settled_mean(d, float(c), side) for c in cs], "steps": steps}
+    out["seconds"] = time.perf_counter() - t0
+    return out
+
+
+def _get(r: dict, key: str, old: str) -> float:
+    return r[key] if key in r else r[old]
 
 
 def table(out: Path) -> str:
     rows = [json.loads(x) for x in out.read_text().splitlines()]
     lines = ["| config | sign | d | L | predicted | measured [95 %] | pred/meas − 1 | "
-             "hit mean pred / meas | hit sd pred / meas [95 %] | IQR pred / meas [95 %] |",
+             "hit mean pred / meas | hit sd pred / meas | IQR pred / meas [95 %] |",
              "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for r in sorted((r for r in rows if r["kind"] == "samples"),
                     key=lambda r: (r["config"], r["sign"], r["d"])):
-        if "measured" not in r:
+        if not np.isfinite(r.get("measured", np.nan)):
             lines.append(f"| {r['config']} | {r['sign']} | {r['d']:,} | {r['L']:,} | "
                          f"{r['predicted']:,.0f} | — | — | — | — | — |")
             continue
@@ -146,20 +173,22 @@ def table(out: Path) -> str:
         lines.append(
             f"| {r['config']} | {r['sign']} | {r['d']:,} | {r['L']:,} | "
             f"{r['predicted']:,.0f} ± {r['predicted_error']:,.0f} | "
-            f"{r['measured']:,} [{r['lo']:,.0f}, {r['hi']:,.0f}] | {rel:+.1%} | "
-            f"{r['hit_mean_pred']:,.0f} / {r['hit_mean']:,.0f} | "
-            f"{r['hit_sd_pred']:,.0f} / {r['hit_sd']:,.0f} [{r['hit_sd_lo']:,.0f}, "
-            f"{r['hit_sd_hi']:,.0f}] | {r['iqr_pred']:,.0f} / {r['iqr']:,.0f} "
+            f"{r['measured']:,.0f} [{_get(r, 'measured_lo', 'lo'):,.0f}, "
+            f"{_get(r, 'measured_hi', 'hi'):,.0f}] | {rel:+.1%} | "
+            f"{_get(r, 'hit_mean_predicted', 'hit_mean_pred'):,.0f} / {r['hit_mean']:,.0f} | "
+            f"{_get(r, 'hit_sd_predicted', 'hit_sd_pred'):,.0f} / {r['hit_sd']:,.0f} | "
+            f"{_get(r, 'iqr_predicted', 'iqr_pred'):,.0f} / {r['iqr']:,.0f} "
             f"[{r['iqr_lo']:,.0f}, {r['iqr_hi']:,.0f}] |")
-    crit = [r for r in rows if r["kind"] == "critical"]
+    crit = [r for r in rows if r["kind"] == "critical" and "sides" in r]
     if crit:
-        lines += ["", "| config | sign | d | c_critical (law) | chain bisection | law / chain − 1 |",
-                  "| --- | --- | ---: | ---: | ---: | ---: |"]
+        lines += ["", "| config | sign | d | branch | c_critical (law) | chain [95 %] | "
+                  "law / chain − 1 |", "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
         for r in crit:
-            mid = math.sqrt(r["c_chain_lo"] * r["c_chain_hi"])
-            lines.append(f"| {r['config']} | {r['sign']} | {r['d']:,} | {r['c_law']:.4g} | "
-                         f"[{r['c_chain_lo']:.4g}, {r['c_chain_hi']:.4g}] | "
-                         f"{r['c_law'] / mid - 1:+.1%} |")
+            for side, v in r["sides"].items():
+                lines.append(f"| {r['config']} | {r['sign']} | {r['d']:,} | "
+                             f"{'+ξ' if side == '1' else '−ξ'} | {v['c_law']:.4g} | "
+                             f"{v['c_chain']:.4g} [{v['lo']:.4g}, {v['hi']:.4g}] | "
+                             f"{v['c_law'] / v['c_chain'] - 1:+.1%} |")
     return "\n".join(lines)
 
 
@@ -169,17 +198,19 @@ def main() -> None:
     ap.add_argument("--signs", default="random,fixed")
     ap.add_argument("--dims", default="1e2,1e3,1e4,1e5")
     ap.add_argument("--runs", type=int, default=64)
+    ap.add_argument("--runs-at", default="", help="d:runs,... overriding --runs at some d")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--critical", default="", help="config:sign:d,... for c_critical bisections")
     ap.add_argument("--critical-runs", type=int, default=32)
     ap.add_argument("--out", default="/work/notes/i29/scaling_bench.jsonl")
     ap.add_argument("--table-only", action="store_true")
+    ap.add_argument("--critical-only", action="store_true", help="no samples points")
     a = ap.parse_args()
     out = Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     if not a.table_only:
         done = _done(out)
-        dims = [int(float(x)) for x in a.dims.split(",")]
+        dims = [] if a.critical_only else [int(float(x)) for x in a.dims.split(",")]
         laws = {}
         for d in dims:  # the cheap dimensions of every configuration first
             for name in a.configs.split(","):
@@ -188,7 +219,9 @@ def main() -> None:
                         continue
                     if (name, sign) not in laws:
                         laws[name, sign] = _law(name, sign)
-                    row = point(name, sign, laws[name, sign], d, a.runs, a.seed)
+                    runs = _runs_at(a.runs_at, a.runs).get(d, a.runs)
+                    row = point(name, sign, laws[name, sign], d, runs,
+                                point_seed(a.seed, name, sign, d))
                     _append(out, row)
                     print(json.dumps(row), flush=True)
         for spec in filter(None, a.critical.split(",")):
@@ -197,7 +230,8 @@ def main() -> None:
                 continue
             if (name, sign) not in laws:
                 laws[name, sign] = _law(name, sign)
-            row = critical(name, sign, laws[name, sign], int(float(d)), a.critical_runs, a.seed)
+            row = critical(name, sign, laws[name, sign], int(float(d)), a.critical_runs,
+                           point_seed(a.seed, name, sign, int(float(d))))
             _append(out, row)
             print(json.dumps(row), flush=True)
     print(table(out))

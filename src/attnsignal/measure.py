@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -26,7 +27,7 @@ from .results import Result
 from .schedules import Schedule
 from .validation import Instance, Integer, OneOf, Real, validated
 
-__all__ = ["SampleMeasurement", "measure_samples"]
+__all__ = ["SampleMeasurement", "measure_samples", "compare_law"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -138,3 +139,38 @@ def measure_samples(model: ModelConfig, step: Schedule, target: float, *, steps:
         hit_mean=hm, hit_sd=hs, hit_mean_interval=hm_ci, hit_sd_interval=hs_ci,
         reached=float(reached.mean()), steps=ks, mean_abs=mean, hits=hits, hit_quantiles=qs,
         iqr=iqr, iqr_interval=iqr_ci, level=float(level), result=res)
+
+
+def compare_law(law: Any, dims: Sequence[int], *, runs: int, seed: int = 0,
+                horizon: float = 3.0) -> list[dict]:
+    """The law of a :class:`~attnsignal.theory.scaling.ScalingLaw` against the chain at each
+    dimension of ``dims``: one row per dimension with the step, ``τ``, the prediction and its
+    Monte-Carlo error, the predicted hitting-time law (mean, standard deviation, interquartile
+    range) and — with ``runs >= 2`` — the measurement (:func:`measure_samples` over
+    ``horizon ×`` the predicted samples) with its bootstrap intervals. A dimension where the
+    target is not reached (prediction ``inf``) is not simulated."""
+    rows = []
+    for d in dims:
+        hl = law.law(int(d))
+        m = law.model_at(int(d))
+        pred = hl.samples
+        q25, q75 = hl.hitting_quantile([0.25, 0.75])
+        row = {"sign": m.signal_sign, "d": int(d), "n_informative": m.n_informative,
+               "n_nuisance": m.n_nuisance, "L": m.n_tokens, "c": law.c,
+               "eta": float(law.step_size(int(d))), "tau": law.tau(int(d)), "predicted": pred,
+               "predicted_error": law.samples_error(int(d)), "hit_mean_predicted": hl.hit_mean,
+               "hit_sd_predicted": hl.hit_sd, "iqr_predicted": float(q75 - q25),
+               "measured": math.nan, "measured_lo": math.nan, "measured_hi": math.nan,
+               "hit_mean": math.nan, "hit_sd": math.nan, "iqr": math.nan, "iqr_lo": math.nan,
+               "iqr_hi": math.nan, "reached": math.nan, "runs": 0}
+        if runs >= 2 and math.isfinite(pred):
+            ms = measure_samples(m, law.step(int(d)), law.target,
+                                 steps=int(math.ceil(horizon * pred)) + 10, runs=runs,
+                                 seed=seed, update=law.update)
+            row.update(measured=float(ms.samples) if ms.samples >= 0 else math.nan,
+                       measured_lo=ms.interval[0], measured_hi=ms.interval[1],
+                       hit_mean=ms.hit_mean, hit_sd=ms.hit_sd, iqr=ms.iqr,
+                       iqr_lo=ms.iqr_interval[0], iqr_hi=ms.iqr_interval[1],
+                       reached=ms.reached, runs=runs)
+        rows.append(row)
+    return rows

@@ -155,20 +155,21 @@ def test_law_matches_the_chain_on_a_cheap_slice(slice_laws, chain_simulate):
 
 
 def test_critical_c_brackets_the_chain(slice_laws, chain_simulate):
-    """Random sign at d = 1000: below c_critical (×0.9) the chain's mean |ρ| reaches the
-    target, above it (×1.1) it stays below (3× the samples predicted at 0.9 c_critical)."""
-    from attnsignal.measure import measure_samples
-
+    """Random sign at d = 1000: at 0.9 × c_critical the chain's stationary mean |ρ| (runs
+    started at 0.9, the run-mean averaged over the second half) is above the target, at
+    1.1 × c_critical below it. (The law's long-run mean is within about 0.01 of the chain's
+    there — its O(η³) remainder; 10 % in c moves it by about 0.05.)"""
     law = slice_laws["random"]
     cc = law.c_critical_at(1000)
-    below = law.with_c(0.9 * cc)
-    n = below.samples(1000)
-    assert math.isfinite(n)
-    m = law.model_at(1000)
-    ok = measure_samples(m, below.step(1000), 0.5, steps=int(3 * n), runs=32, seed=2)
-    bad = measure_samples(m, law.with_c(1.1 * cc).step(1000), 0.5, steps=int(3 * n), runs=32,
-                          seed=2)
-    assert ok.samples > 0 and bad.samples == -1
+    steps = int(law.with_c(0.6 * cc).samples(1000))
+    means = []
+    for f in (0.9, 1.1):
+        res = chain_simulate(law.model_at(1000), law.with_c(f * cc).step(1000), steps=steps,
+                             runs=16, seed=2, initial_alignment=0.9, record_every=steps // 50)
+        a = np.abs(res.alignment)
+        means.append(a[:, a.shape[1] // 2:].mean())
+        assert law.settled_mean(1000, f * cc, 1) == pytest.approx(means[-1], abs=0.02)
+    assert means[0] > 0.5 > means[1]
 
 
 def test_bad_input_is_one_line():
@@ -183,3 +184,19 @@ def test_bad_input_is_one_line():
         scaling_law(m.replace(d=3), target=0.5)
     with pytest.raises(ConfigError, match="^c:"):
         scaling_law(m, target=0.5, c=-1.0)
+
+
+def test_the_law_at_large_d_tends_to_the_fixed_L_limit(slice_laws):
+    """At d = 10⁶ the finite-d law's escape rate (per unit t = k/τ) and the ratio of the noise
+    to the start's variance are the limit's λ(c) and c² noise/(2λ), to O(1/√d + L/d)."""
+    law = slice_laws["random"]
+    lim = law.limit()
+    d = 10 ** 6
+    e = law.law(d).escape
+    lam = lim.rate(law.c)
+    assert e.rate * law.tau(d) == pytest.approx(lam, rel=0.01)
+    assert (e.noise_sd / e.initial_sd) ** 2 == pytest.approx(law.c ** 2 * lim.noise / (2 * lam),
+                                                             rel=0.02)
+    tau = law.tau(d)
+    t = lim.escape_time(law.c, d, 0.5, const=0.5 * (e.c_plus + e.c_minus) / tau)
+    assert t * tau == pytest.approx(e.mean_closed, rel=0.01)

@@ -96,7 +96,7 @@ def scaling_cmd(
     Monte-Carlo error), the predicted hitting-time law and, with --runs > 0, the measured
     samples with a 95 % bootstrap interval. See docs/scaling.md.
     """
-    from ..measure import measure_samples
+    from ..measure import compare_law
     from ..theory.scaling import scaling_law
 
     model, _, _ = build_configs({**flags, "signal_sign": None}, config,
@@ -124,34 +124,16 @@ def scaling_cmd(
         console.print(f"{sign} sign: c = {law.c:.4g}"
                       + ("" if c_given is not None else " (c_optimal at d₀)"))
         # refuse a simulation that cannot finish before any of it runs
-        plan = []
         for d in ds:
             n_pred = law.samples(d)
-            m = law.model_at(d)
-            steps = int(math.ceil(hor * n_pred)) + 10 if math.isfinite(n_pred) else 0
-            if n_runs and steps and n_runs * steps * m.n_tokens > MAX_CHAIN_WORK:
+            L = law.model_at(d).n_tokens
+            steps = math.ceil(hor * n_pred) + 10 if math.isfinite(n_pred) else 0
+            if n_runs and n_runs * steps * L > MAX_CHAIN_WORK:
                 raise ConfigError("dims", f"must keep each chain point below {MAX_CHAIN_WORK:.0e}"
                                   f" token updates (runs × steps × L): d = {d} needs "
-                                  f"{n_runs * steps * m.n_tokens:.3g}; use --runs 0 or fewer "
+                                  f"{n_runs * steps * L:.3g}; use --runs 0 or fewer "
                                   "dimensions", d)
-            plan.append((d, n_pred, m, steps))
-        for d, n_pred, m, steps in plan:
-            hl = law.law(d)
-            row = {"sign": sign, "d": d, "n_informative": m.n_informative,
-                   "n_nuisance": m.n_nuisance, "L": m.n_tokens, "c": law.c,
-                   "eta": law.step_size(d), "tau": law.tau(d), "predicted": n_pred,
-                   "predicted_error": law.samples_error(d), "hit_mean_predicted": hl.hit_mean,
-                   "hit_sd_predicted": hl.hit_sd, "measured": np.nan, "measured_lo": np.nan,
-                   "measured_hi": np.nan, "hit_mean": np.nan, "hit_sd": np.nan,
-                   "reached": np.nan, "runs": 0}
-            if n_runs and steps:
-                ms = measure_samples(m, law.step(d), tgt, steps=steps, runs=n_runs, seed=sd,
-                                     update=upd)
-                row.update(measured=float(ms.samples) if ms.samples >= 0 else np.nan,
-                           measured_lo=ms.interval[0], measured_hi=ms.interval[1],
-                           hit_mean=ms.hit_mean, hit_sd=ms.hit_sd, reached=ms.reached,
-                           runs=n_runs)
-            rows.append(row)
+        rows += compare_law(law, ds, runs=n_runs, seed=sd, horizon=hor)
         lines[sign] = _law_line(law, ds)
     frame = pd.DataFrame(rows)
     _print_table(frame)
@@ -166,8 +148,8 @@ def scaling_cmd(
 
 def _print_table(frame: pd.DataFrame) -> None:
     table = Table(title="samples for the mean |ρ| to reach the target")
-    for col in ("sign", "d", "L", "η", "predicted", "measured [95 %]", "rel. diff",
-                "hit mean pred/meas", "hit sd pred/meas"):
+    for col in ("sign", "d", "L", "η", "predicted", "measured [95 %]", "pred/meas − 1",
+                "hit mean pred/meas", "IQR pred/meas"):
         table.add_column(col, justify="right")
     for r in frame.itertuples():
         meas = "—" if not np.isfinite(r.measured) else (
@@ -176,8 +158,8 @@ def _print_table(frame: pd.DataFrame) -> None:
         table.add_row(r.sign, f"{r.d:,}", f"{r.L:,}", f"{r.eta:.3g}",
                       f"{r.predicted:,.0f} ± {r.predicted_error:,.0f}", meas, rel,
                       f"{r.hit_mean_predicted:,.0f} / {r.hit_mean:,.0f}",
-                      f"{r.hit_sd_predicted:,.0f} / {r.hit_sd:,.0f}")
-    out.print(table)
+                      f"{r.iqr_predicted:,.0f} / {r.iqr:,.0f}")
+    out.print(table, soft_wrap=True)
 
 
 def plot_scaling(frame: pd.DataFrame, lines: dict, stem: Path, target: float,

@@ -52,7 +52,8 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.special import expit
 
-__all__ = ["HittingLaw", "EscapeLaw", "hitting_law", "start_density"]
+__all__ = ["HittingLaw", "EscapeLaw", "hitting_law", "start_density", "stationary_shift",
+           "settled_mean"]
 
 Fn = Callable[[np.ndarray], np.ndarray]
 
@@ -60,6 +61,22 @@ Fn = Callable[[np.ndarray], np.ndarray]
 _U = 23.0
 _NU = 2401
 _EULER = 0.5772156649015329
+
+
+def stationary_shift(gh: Fn, v: Fn, root: float) -> float:
+    """The mean of the stationary law around a stable root ``ρ_p`` minus ``ρ_p``: at
+    stationarity ``E[ĝ(ρ)] = 0``, and with ``ĝ ≈ −γ x + ½ ĝ'' x²`` (``x = ρ − ρ_p``) and
+    ``E x² ≈ v/(2γ)`` this is ``ĝ''(ρ_p) v(ρ_p) / (4 γ²)`` — the noise's second-order shift of
+    where the runs settle (``O(1/d)`` at fixed ``L``)."""
+    h = 1e-4
+    x = np.array([root - h, root, root + h])
+    x = np.clip(x, -1.0, 1.0)
+    gv = gh(x)
+    g1 = (gv[2] - gv[0]) / (x[2] - x[0])
+    g2 = (gv[2] - 2.0 * gv[1] + gv[0]) / (0.25 * (x[2] - x[0]) ** 2)
+    if not g1 < 0:
+        return 0.0
+    return float(g2 * v(np.array([root]))[0] / (4.0 * g1 * g1))
 
 
 def _deriv(f: Fn, x: np.ndarray) -> np.ndarray:
@@ -359,7 +376,7 @@ def hitting_law(g: Fn, v: Fn, d: int, target: float, *, modified: bool = True) -
             before = (xs[sel] - iv.end) * iv.sign < 0
             t = iv.theta_of(np.array([iv.end]))[0] - th0[sel]
             hit[sel] = np.where(before, t, 0.0)
-    mean_limit = float(ws @ np.abs(settle))
+    mean_limit = float(ws @ np.abs(_shifted(settle, roots, stable, gh, v)))
     reached = np.isfinite(hit)
     frac = float(ws[reached].sum())
     if frac > 0:
@@ -375,6 +392,42 @@ def hitting_law(g: Fn, v: Fn, d: int, target: float, *, modified: bool = True) -
     object.__setattr__(law, "samples", samples)
     object.__setattr__(law, "escape", esc)
     return law
+
+
+def _shifted(settle: np.ndarray, roots: np.ndarray, stable: np.ndarray, gh: Fn, v: Fn
+             ) -> np.ndarray:
+    """Each settling point moved by the noise's :func:`stationary_shift` (stable roots)."""
+    out = settle.copy()
+    for r, st in zip(roots, stable):
+        if st:
+            out[settle == r] = r + stationary_shift(gh, v, float(r))
+    return out
+
+
+def settled_mean(gh: Fn, v: Fn, d: int | None, side: int = 0) -> float:
+    """The long-run mean ``|ρ|`` of the runs: where the flow of ``gh`` takes the initial mass
+    (a uniform start on ``S^{d−1}``; ``d = None``: an infinitesimal symmetric start at 0),
+    each stable root moved by the noise's :func:`stationary_shift`. ``side = ±1``: the
+    branch of the runs that go to ``±ξ`` only (the stable point reached from ``±0.9``)."""
+    roots, stable = _roots(gh)
+    edges = np.concatenate([[-1.0], roots, [1.0]])
+    settle = []
+    for i in range(edges.size - 1):
+        mid = 0.5 * (edges[i] + edges[i + 1])
+        settle.append(edges[i + 1] if gh(np.array([mid]))[0] > 0 else edges[i])
+    settle = _shifted(np.asarray(settle), roots, stable, gh, v)
+    which_of = lambda x: np.clip(np.searchsorted(edges, x, side="right") - 1, 0,  # noqa: E731
+                                 settle.size - 1)
+    if side:
+        return float(abs(settle[which_of(np.array([0.9 * side]))[0]]))
+    if d is None:
+        which = which_of(np.array([-1e-13, 1e-13]))
+        return float(0.5 * np.abs(settle[which]).sum())
+    sd = 1.0 / math.sqrt(d)
+    x = np.linspace(max(-1.0, -12 * sd), min(1.0, 12 * sd), 4001)
+    w = start_density(d, x)
+    w /= w.sum()
+    return float(w @ np.abs(settle[which_of(x)]))
 
 
 def _first_crossing(law: HittingLaw, target: float) -> float:

@@ -45,7 +45,7 @@ from ..config import ConfigError, ConstantStep, ModelConfig, PiecewiseStep, Sche
 from ..validation import Boolean, Integer, OneOf, Optional, Real, validated
 from ._checks import MODEL, SEED, TARGET, UPDATE
 from .dimension_moments import DimensionMoments, dimension_moments
-from .escape import HittingLaw, _roots, hitting_law, start_density
+from .escape import HittingLaw, hitting_law, settled_mean
 from .field import dphi_interpolant
 
 __all__ = ["PATHS", "SCHEDULES", "ScalingLaw", "ScalingLimit", "scaling_law", "step_scale",
@@ -163,8 +163,8 @@ class ScalingLimit:
     """The fixed-``L`` limit ``d → ∞`` in the scaled time ``t = k/τ`` (``docs/scaling.md``).
 
     ``dρ/dt = c f(ρ) − c² k(ρ)`` with ``f = L(1 − ρ²)Ψ'`` and ``k = L³ κ₃`` (``κ₃`` the
-    ``D³`` coefficient of ``κ``, ``2β²ρ E Σα_i²(α_i − n²)²`` plus nothing else); both vanish at
-    ``ρ = 0``. ``f1 = f'(0)``, ``k1 = k'(0)``: the escape rate is ``λ(c) = c f1 − c² k1``;
+    ``D³`` coefficient of ``κ``, ``2β²ρ E Σα_i²(α_i − n²)²`` for both update rules); both
+    vanish at ``ρ = 0``. ``f1 = f'(0)``, ``k1 = k'(0)``: the escape rate is ``λ(c) = c f1 − c² k1``;
     ``noise`` the limit of ``d ×`` the alignment noise per unit ``t`` divided by ``c²``, so that
     the effective start has variance ``(1 + c² noise/(2λ))/d``. ``c_critical``: the largest
     ``c`` with the long-run mean ``|ρ|`` at the target; ``c_escape = f1/(2 k1)`` maximises
@@ -342,34 +342,27 @@ class ScalingLaw:
         return 0.5 * abs(hi - lo)
 
     # ---------------------------------------------------------------- c critical / optimal
-    def _settled_mean(self, d: int, c: float) -> float:
-        """Long-run mean ``|ρ|`` of the deterministic flows from the initial law (noise only
-        matters at a root inside the initial mass, where it does not change the sides' mass
-        much)."""
-        F, kap, _ = self._drift(d)
-        m = self.model_at(d)
-        eta = c * step_scale(m.d, m.n_tokens)
+    def settled_mean(self, d: int, c: float, side: int = 0) -> float:
+        """The long-run mean ``|ρ|`` at ``d`` with the constant ``c``: where the flows from the
+        initial law settle, moved by the noise's stationary shift
+        (:func:`.escape.settled_mean`); ``side = ±1`` for the branch that goes to ``±ξ``."""
+        g, v, _ = self._step_drift(d, c)
+        return settled_mean(g, v, self.model_at(d).d, side)
 
-        def gh(rho: np.ndarray) -> np.ndarray:
-            gx = eta * F(rho) - eta * eta * kap(rho)
-            return gx
-
-        return _settled(gh, m.d)
-
-    def c_critical_at(self, d: int) -> float:
-        """The largest ``c`` at ``d`` whose long-run mean ``|ρ|`` reaches the target
-        (bisection on the law, relative tolerance 1e-4)."""
+    def c_critical_at(self, d: int, side: int = 0) -> float:
+        """The largest ``c`` at ``d`` whose long-run mean ``|ρ|`` (:meth:`settled_mean`) reaches
+        the target — over all runs, or (``side = ±1``) on the branch to ``±ξ`` — by bisection
+        on ``log c`` (relative tolerance 1e-4)."""
         def ok(c: float) -> bool:
-            return self._settled_mean(d, c) >= self.target
+            return self.settled_mean(d, c, side) >= self.target
 
-        lo, hi = 0.0, 1.0
         if not ok(1e-12):
             return 0.0
+        lo, hi = 1e-12, 1.0
         while ok(hi):
             lo, hi = hi, hi * 4.0
             if hi > _C_MAX:
                 return math.inf
-        lo = max(lo, 1e-12)
         while hi / lo > 1.0 + 1e-4:
             mid = math.sqrt(lo * hi)
             lo, hi = (mid, hi) if ok(mid) else (lo, mid)
@@ -429,8 +422,11 @@ class ScalingLaw:
         def k(rho: np.ndarray) -> np.ndarray:
             return L ** 3 * k3(np.arcsin(np.clip(rho, -1, 1)))
 
+        def zero(x: np.ndarray) -> np.ndarray:  # no noise in the limit (it is O(1/d))
+            return np.zeros(np.shape(x))
+
         def ok(c: float) -> bool:
-            return _settled(lambda x: c * f(x) - c * c * k(x), None) >= X
+            return settled_mean(lambda x: c * f(x) - c * c * k(x), zero, None) >= X
 
         lo, hi = 1e-12, 1.0
         while ok(hi) and hi < _C_MAX:
@@ -473,32 +469,6 @@ def _dphi_at(std: ModelConfig, d: int) -> Chebyshev:
     a, _ = _chebyshev(replace(std, d=3), method, 20_000, 0)
     b, _ = _chebyshev(replace(std, d=1003), method, 20_000, 0)
     return a + (b - a) * ((d - 3) / 1000.0)
-
-
-def _settled(gh: Callable, d: int | None) -> float:
-    """``Σ w |ρ_∞|``: where the flow of ``gh`` takes the initial mass (uniform start on
-    ``S^{d−1}``; ``d = None``: an infinitesimal symmetric start at 0, half on each side)."""
-    roots, stable = _roots(gh)
-    edges = np.concatenate([[-1.0], roots, [1.0]])
-    settle = []
-    for i in range(edges.size - 1):
-        mid = 0.5 * (edges[i] + edges[i + 1])
-        up = gh(np.array([mid]))[0] > 0
-        settle.append(edges[i + 1] if up else edges[i])
-    settle = np.abs(np.asarray(settle))
-    if d is None:
-        x = np.array([-1e-300, 1e-300])
-        w = np.array([0.5, 0.5])
-        # a root exactly at 0: each side goes its own way
-        which = np.array([np.searchsorted(edges, -1e-13, side="right") - 1,
-                          np.searchsorted(edges, 1e-13, side="right") - 1])
-        return float(w @ settle[np.clip(which, 0, settle.size - 1)])
-    sd = 1.0 / math.sqrt(d)
-    x = np.linspace(max(-1.0, -12 * sd), min(1.0, 12 * sd), 4001)
-    w = start_density(d, x)
-    w /= w.sum()
-    which = np.clip(np.searchsorted(edges, x, side="right") - 1, 0, settle.size - 1)
-    return float(w @ settle[which])
 
 
 _PATH = OneOf(*PATHS)
