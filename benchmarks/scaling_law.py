@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 import attnsignal as asg
-from attnsignal.measure import compare_law, measure_samples
+from attnsignal.measure import compare_law
 from attnsignal.theory.scaling import scaling_law
 
 CONFIGS = {
@@ -121,10 +121,23 @@ def critical(name: str, sign: str, law, d: int, runs: int, seed: int) -> dict:
     m = law.model_at(d)
     sides = (1,) if sign == "random" else (1, -1)
     ccs = {side: law.c_critical_at(d, side) for side in sides}
-    # the time scale: the samples at 0.6 × the smallest critical c (reachable on every branch)
-    steps = int(1.5 * law.with_c(0.6 * min(ccs.values())).samples(d)) + 10
+    finite = [cc for cc in ccs.values() if 0.0 < cc < math.inf]
+    # the time scale: the samples at 0.6 × the smallest critical c (reachable on every branch);
+    # a target the law never reaches (no finite positive c_critical, or infinite samples) is
+    # reported in the row, not simulated
+    n_ref = law.with_c(0.6 * min(finite)).samples(d) if finite else math.inf
+    if not math.isfinite(n_ref):
+        out["unreachable"] = (f"the law's samples at 0.6 c_critical are {n_ref} "
+                              f"(c_critical per branch {ccs})")
+        out["seconds"] = time.perf_counter() - t0
+        return out
+    steps = int(1.5 * n_ref) + 10
     for side in sides:
         cc = ccs[side]
+        if not 0.0 < cc < math.inf:
+            out["sides"][str(side)] = {"c_law": cc, "unreachable": "no c reaches the target "
+                                       "on this branch" if cc == 0.0 else "every c reaches it"}
+            continue
         cs = cc * np.array([0.94, 0.97, 1.0, 1.03, 1.06])
         curves = []
         for j, c in enumerate(cs):
@@ -184,7 +197,15 @@ def table(out: Path) -> str:
         lines += ["", "| config | sign | d | branch | c_critical (law) | chain [95 %] | "
                   "law / chain − 1 |", "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
         for r in crit:
+            if "unreachable" in r:
+                lines.append(f"| {r['config']} | {r['sign']} | {r['d']:,} | — | — | "
+                             f"not run: {r['unreachable']} | — |")
             for side, v in r["sides"].items():
+                if "unreachable" in v:
+                    lines.append(f"| {r['config']} | {r['sign']} | {r['d']:,} | "
+                                 f"{'+ξ' if side == '1' else '−ξ'} | {v['c_law']:.4g} | "
+                                 f"not run: {v['unreachable']} | — |")
+                    continue
                 lines.append(f"| {r['config']} | {r['sign']} | {r['d']:,} | "
                              f"{'+ξ' if side == '1' else '−ξ'} | {v['c_law']:.4g} | "
                              f"{v['c_chain']:.4g} [{v['lo']:.4g}, {v['hi']:.4g}] | "

@@ -7,8 +7,6 @@ Tolerances are stated where they are used; every comparison with a simulation ha
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 

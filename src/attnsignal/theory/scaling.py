@@ -26,6 +26,12 @@ flow of the modified drift from the uniform start's law, with the noise as an eq
 perturbation of the start). At fixed ``L`` one set of moments serves every ``d``; on the
 proportional path each ``d`` has its own ``L`` and its own moments.
 
+On the proportional path ``s`` and ``τ`` are constants: the step does not shrink and the
+samples tend to a constant as ``d`` grows. The fixed sign's runs become deterministic there (the
+noise is ``O(1/d)``); the random sign's keep an ``O(c)`` kick per step from the sample's sign,
+which drives their escape from ``ρ ≈ 0`` and which the law treats as Gaussian noise (exact as
+``c → 0``; at steps whose escape lasts tens of steps its error is a few per cent).
+
 ``samples(d)``: the first step at which the predicted mean ``|ρ|`` reaches ``target``
 (``batch = 1``: steps are samples). ``c_critical``: the largest ``c`` whose long-run mean
 ``|ρ|`` reaches the target; ``c_optimal``: the constant ``c`` with the fewest samples.
@@ -39,10 +45,10 @@ from typing import Any, Callable
 
 import numpy as np
 from numpy.polynomial import Chebyshev
-from scipy.optimize import brentq, minimize_scalar
+from scipy.optimize import minimize_scalar
 
 from ..config import ConfigError, ConstantStep, ModelConfig, PiecewiseStep, Schedule
-from ..validation import Boolean, Integer, OneOf, Optional, Real, validated
+from ..validation import Integer, OneOf, Optional, Real, validated
 from ._checks import MODEL, SEED, TARGET, UPDATE
 from .dimension_moments import DimensionMoments, dimension_moments
 from .escape import HittingLaw, hitting_law, settled_mean
