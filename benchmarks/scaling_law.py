@@ -37,6 +37,7 @@ import numpy as np
 
 import attnsignal as asg
 from attnsignal.measure import compare_law
+from attnsignal.seeds import stream
 from attnsignal.theory.scaling import scaling_law
 
 CONFIGS = {
@@ -61,11 +62,11 @@ def _law(name: str, sign: str):
                        n_samples=cfg["n_samples"], seed=1)
 
 
-def point_seed(base: int, name: str, sign: str, d: int) -> int:
-    """An independent seed for every point: the runs of one seed share their starts' draws
-    across dimensions (the same spawn keys), which would make the points' errors move
-    together."""
-    return base * 1_000_003 + zlib.crc32(f"{name}:{sign}:{d}".encode()) % 1_000_000
+def point_seed(base: int, *parts: str | int) -> np.random.SeedSequence:
+    """The stream of one point: ``seeds.stream(base, "scaling_law", *parts)``; ``compare_law``
+    adds the dimension to the key, so every point's runs are independent (runs that shared
+    their starts' draws across dimensions would make the points' errors move together)."""
+    return stream(base, "scaling_law", *parts)
 
 
 def _runs_at(spec: str, default: int) -> dict:
@@ -92,21 +93,23 @@ def _append(out: Path, row: dict) -> None:
         f.write(json.dumps(row) + "\n")
 
 
-def point(name: str, sign: str, law, d: int, runs: int, seed: int) -> dict:
+def point(name: str, sign: str, law, d: int, runs: int, base: int) -> dict:
     t0 = time.perf_counter()
     pred = law.samples(d)
     L = law.model_at(d).n_tokens
     hor = HORIZON if pred * L * runs * HORIZON < LONG_WORK else HORIZON_LONG
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        row = compare_law(law, [d], runs=runs if math.isfinite(pred) else 0, seed=seed,
+        row = compare_law(law, [d], runs=runs if math.isfinite(pred) else 0,
+                          seed=point_seed(base, name, sign),
                           horizon=hor)[0]
     row.update(kind="samples", config=name, horizon=hor, escape=law.law(d).escape is not None,
-               seed=seed, seconds=time.perf_counter() - t0)
+               seed=[base, "scaling_law", name, sign, "d", d],
+               seconds=time.perf_counter() - t0)
     return row
 
 
-def critical(name: str, sign: str, law, d: int, runs: int, seed: int) -> dict:
+def critical(name: str, sign: str, law, d: int, runs: int, base: int) -> dict:
     """c_critical at d against the chain, per branch (the runs that go to +ξ, and for the fixed
     sign also those that go to −ξ): the law's largest c whose long-run mean |ρ| on the branch
     reaches the target (``c_critical_at(d, side)``: the plateau, moved by the noise's
@@ -116,8 +119,9 @@ def critical(name: str, sign: str, law, d: int, runs: int, seed: int) -> dict:
     five c from 0.94 to 1.06 × the law's value, a straight line through them solved for the
     target; its interval from 400 bootstrap resamples of the runs."""
     t0 = time.perf_counter()
+    seed = point_seed(base, "critical", name, sign, d)
     out = {"kind": "critical", "config": name, "sign": sign, "d": d, "runs": runs,
-           "sides": {}}
+           "sides": {}, "seed": [base, "scaling_law", "critical", name, sign, d]}
     m = law.model_at(d)
     sides = (1,) if sign == "random" else (1, -1)
     ccs = {side: law.c_critical_at(d, side) for side in sides}
@@ -138,6 +142,7 @@ def critical(name: str, sign: str, law, d: int, runs: int, seed: int) -> dict:
             out["sides"][str(side)] = {"c_law": cc, "unreachable": "no c reaches the target "
                                        "on this branch" if cc == 0.0 else "every c reaches it"}
             continue
+        branch = "plus" if side > 0 else "minus"
         cs = cc * np.array([0.94, 0.97, 1.0, 1.03, 1.06])
         curves = []
         for j, c in enumerate(cs):
@@ -145,11 +150,11 @@ def critical(name: str, sign: str, law, d: int, runs: int, seed: int) -> dict:
                 warnings.simplefilter("ignore")
                 res = asg.simulate(m, law.with_c(float(c)).step(d), steps=steps, runs=runs,
                                    engine="chain", initial_alignment=0.9 * side,
-                                   seed=seed + j, record_every=max(1, steps // 200))
+                                   seed=stream(seed, branch, j), record_every=max(1, steps // 200))
             a = np.abs(res.alignment)
             curves.append(a[:, a.shape[1] // 2:].mean(axis=1))  # per-run time average
         per_run = np.array(curves)  # (5, runs)
-        rng = np.random.default_rng(seed)
+        rng = np.random.default_rng(stream(seed, branch, "bootstrap"))
 
         def crossing(idx: np.ndarray) -> float:
             y = per_run[:, idx].mean(axis=1)
@@ -242,7 +247,7 @@ def main() -> None:
                         laws[name, sign] = _law(name, sign)
                     runs = _runs_at(a.runs_at, a.runs).get(d, a.runs)
                     row = point(name, sign, laws[name, sign], d, runs,
-                                point_seed(a.seed, name, sign, d))
+                                a.seed)
                     _append(out, row)
                     print(json.dumps(row), flush=True)
         for spec in filter(None, a.critical.split(",")):
@@ -252,7 +257,7 @@ def main() -> None:
             if (name, sign) not in laws:
                 laws[name, sign] = _law(name, sign)
             row = critical(name, sign, laws[name, sign], int(float(d)), a.critical_runs,
-                           point_seed(a.seed, name, sign, int(float(d))))
+                           a.seed)
             _append(out, row)
             print(json.dumps(row), flush=True)
     print(table(out))

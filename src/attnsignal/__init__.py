@@ -45,7 +45,7 @@ def __getattr__(name: str):
         "load_sweep": "sweep", "run_sweep": "sweep", "SweepSpec": "sweep",
         "sweep_status": "sweep",
         "Plan": "reproduce",
-        "check_claims": "claims", "ClaimResult": "claims",
+        "check_claims": "reproduce", "ClaimResult": "claims",
         "baseline": "baselines", "baseline_theory": "baselines", "efficiency": "baselines",
     }
     if name in lazy:

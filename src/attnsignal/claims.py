@@ -2,23 +2,18 @@
 
 Each experiment of the reproduction (:mod:`attnsignal.reproduce`) checks its own claims from
 its typed measurements and its plan section's tolerances (``Experiment.claims(p, m)``); this
-module holds what they share — the row (:class:`ClaimResult`), the verdicts, the table — and
-:func:`check_claims`, which evaluates every registered experiment's claims. Keeping a check a
-pure function of numbers makes it testable on its own: feed it measurements that violate a
-claim and it must say FAIL.
+module holds what they share — the row (:class:`ClaimResult`), the verdicts, the table.
+:func:`attnsignal.reproduce.check_claims` evaluates the claims of a set of experiments.
+Keeping a check a pure function of numbers makes it testable on its own: feed it measurements
+that violate a claim and it must say FAIL.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Mapping
 
-if TYPE_CHECKING:
-    from .reproduce.experiment import Measurements
-    from .reproduce.plan import Plan
-
-__all__ = ["CLAIMS_HEADER", "ClaimResult", "check_claims", "claims_failed",
-           "claims_table_markdown", "claims_table_rows", "passed"]
+__all__ = ["CLAIMS_HEADER", "QUICK_PREFIX", "ClaimResult", "claims_failed",
+           "claims_table_markdown", "claims_table_rows", "passed", "plain_math", "verdict_label"]
 
 
 @dataclass(frozen=True)
@@ -26,7 +21,8 @@ class ClaimResult:
     """One row of the claims table. ``verdict`` is "PASS", "FAIL" or "holds only when …";
     ``must_hold`` claims make the reproduction exit non-zero on FAIL;
     ``implementation_check`` marks a check of this implementation (listed after the paper's
-    claims)."""
+    claims); ``evidence`` names the experiment whose section holds the measurement (set by
+    :func:`check_claims`)."""
 
     claim: str
     measured: str
@@ -34,6 +30,7 @@ class ClaimResult:
     verdict: str
     must_hold: bool = True
     implementation_check: bool = False
+    evidence: str = ""
 
     @property
     def failed(self) -> bool:
@@ -45,18 +42,6 @@ def passed(ok: bool) -> str:
     return "PASS" if ok else "FAIL"
 
 
-def check_claims(plan: "Plan", measurements: Mapping[str, "Measurements"]) -> list[ClaimResult]:
-    """Every registered experiment's claims, from its plan section and its typed measurements
-    (``measurements[experiment.name]``); the paper's claims first, then the checks of this
-    implementation. Raises KeyError when an experiment's measurements are missing."""
-    from .reproduce.registry import EXPERIMENTS
-
-    rows: list[ClaimResult] = []
-    for exp in EXPERIMENTS:
-        rows += exp.claims(plan.section(exp), measurements[exp.name])
-    return sorted(rows, key=lambda r: r.implementation_check)  # stable: registry order kept
-
-
 def claims_failed(rows: list[ClaimResult]) -> list[ClaimResult]:
     """The claims that should hold and do not."""
     return [r for r in rows if r.failed]
@@ -66,9 +51,35 @@ def claims_failed(rows: list[ClaimResult]) -> list[ClaimResult]:
 CLAIMS_HEADER = ("claim", "measured", "tolerance", "verdict")
 
 
-def claims_table_rows(rows: list[ClaimResult]) -> list[list[str]]:
-    """The cells of the claims table, in :data:`CLAIMS_HEADER` order."""
-    return [[r.claim, r.measured, r.tolerance, r.verdict] for r in rows]
+#: what quick mode's claim rows say they are: a reduced run checked at its own tolerance
+QUICK_PREFIX = "Smoke-test proxy (quick mode, its own tolerance) of: "
+
+
+def verdict_label(r: ClaimResult, quick: bool = False) -> str:
+    """The verdict as shown: in quick mode "proxy PASS" / "proxy FAIL" — a smoke test of the
+    code path at reduced size, not the paper's claim reproduced."""
+    if quick and r.verdict in ("PASS", "FAIL"):
+        return f"proxy {r.verdict}"
+    return r.verdict
+
+
+def claims_table_rows(rows: list[ClaimResult], quick: bool = False,
+                      links: bool = False) -> list[list[str]]:
+    """The cells of the claims table, in :data:`CLAIMS_HEADER` order. ``quick`` marks every
+    row as a smoke-test proxy (:data:`QUICK_PREFIX`, :func:`verdict_label`); ``links`` adds a
+    Markdown link to the evidence's section (anchor: the experiment's name in lower case)."""
+    out = []
+    for r in rows:
+        claim = (QUICK_PREFIX + r.claim[0].lower() + r.claim[1:]) if quick else r.claim
+        if links and r.evidence:
+            claim += f" ([{r.evidence}](#{r.evidence.lower()}))"
+        out.append([claim, r.measured, r.tolerance, verdict_label(r, quick)])
+    return out
+
+
+def plain_math(text: str) -> str:
+    """Text with its ``$…$`` math delimiters dropped (a terminal shows the TeX source)."""
+    return text.replace("$", "")
 
 
 def claims_table_markdown(rows: list[ClaimResult]) -> str:

@@ -17,12 +17,23 @@ Objects
 ``StepSize``     ``η_k = η0 (1 + k/k0)^(−power)`` and the other schedule families (defined in
                  :mod:`attnsignal.schedules`, re-exported here).
 ``RunConfig``    how a simulation is run: steps, runs, minibatch, engine, update rule, seed...
+
+Variants
+--------
+The fields of the model and the run that take one of a fixed set of values
+(``signal_sign``, ``update``, ...: :func:`variant_fields`) are the axes along which the model
+varies. Whatever computes from a model — each engine (``Capabilities.supports``), the theory
+layer, the baselines — declares what it covers along them as ``supports``, a mapping
+``{field: values}``, and :func:`check_supported` (the one check) refuses anything else before
+any work; a field it does not list accepts only its default. So a new variant is a new value
+(or field) here and the one engine that implements it: everything else refuses it with one
+line, ``noise: must be 'gaussian' for the 'chain' engine; got 'student_t'``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import MISSING, dataclass, field, fields, replace
+from typing import Any, Iterable, Mapping
 
 from .records import RECORD, check_records
 from .schedules import (
@@ -30,7 +41,8 @@ from .schedules import (
     schedule_from_dict,
 )
 from .validation import (
-    Config, ConfigError, Integer, OneOf, Optional, Real, validate_fields,
+    Config, ConfigError, Instance, Integer, Name, OneOf, Optional, Real, Sequence,
+    validate_fields,
 )
 
 __all__ = [
@@ -46,21 +58,14 @@ __all__ = [
     "RunConfig",
     "UPDATES",
     "SIGNAL_SIGNS",
-    "METHODS",
+    "variant_fields",
+    "check_supports",
+    "check_supported",
+    "SupportedModel",
 ]
 
 UPDATES = ("projected", "riemannian")
 SIGNAL_SIGNS = ("fixed", "random")
-#: ``"sga"`` (attention, :func:`attnsignal.simulate`) and the baseline estimators
-#: (:func:`attnsignal.baseline`; kept equal to ``attnsignal.baselines.method_names()`` by a test).
-METHODS = ("sga", "mean", "pca", "oja", "oracle")
-
-
-def _engine_names() -> tuple[str, ...]:
-    """The registered engines, read at each check (an engine registered later is accepted)."""
-    from . import engines
-
-    return tuple(engines.engine_names())
 
 
 # --------------------------------------------------------------------------- ModelConfig
@@ -131,9 +136,15 @@ class RunConfig(Config):
     steps : int >= 1               number of SGA updates per run
     runs : int >= 1                independent runs
     batch : int >= 1               minibatch size ``B`` (average of ``B`` per-sample gradients)
-    engine : a registered engine ("literal" | "projected" | "chain" | ...)
+    engine : name of a registered engine ("literal" | "projected" | "chain" | ...): checked
+                                   here as a name, resolved by :func:`attnsignal.engines.
+                                   get_engine` (which refuses an unknown one with the list)
     update : "projected" | "riemannian"
     seed : int >= 0                root of ``numpy.random.SeedSequence``
+    spawn_key : tuple of ints >= 0 or None  the runs' key prefix: run ``r`` draws from
+                                   ``SeedSequence(seed, spawn_key=(*spawn_key, r))`` (a sweep's
+                                   runs from ``(*spawn_key, point, r)``); see
+                                   :mod:`attnsignal.seeds`
     record_every : int >= 1 or None  linear records: every this many steps (and the last);
                                    None: ``max(1, steps // 200)``, about 200 records
     initial_alignment : float in [-1, 1] or None  ``ρ0``; None draws ``q0`` uniformly on the
@@ -141,8 +152,10 @@ class RunConfig(Config):
     record : None | "linear" | "log" | tuple of step indices — see :mod:`attnsignal.records`
                                    (``"linear"`` is stored as None; ``record_every`` stays
                                    None for the others)
-    method : "sga" | "mean" | "pca" | "oja" | "oracle"   attention's SGA, or a baseline
-                                   estimator on the same token stream (``steps`` = samples)
+    method : "sga" (attention's SGA) or the name of a baseline estimator on the same token
+                                   stream (:func:`attnsignal.baselines.method_names`; ``steps``
+                                   = samples), resolved where it runs (a sweep checks it
+                                   when the spec is read)
     """
 
     steps: int
@@ -155,25 +168,30 @@ class RunConfig(Config):
     initial_alignment: float | None = None
     method: str = "sga"
     record: str | tuple[int, ...] | None = field(default=None, metadata={"omit_if_none": True})
+    spawn_key: tuple[int, ...] | None = field(default=None, metadata={"omit_if_none": True})
 
     _section = "run"
     _table = {
         "steps": Integer(ge=1, doc="SGA updates per run"),
         "runs": Integer(ge=1, doc="independent runs"),
         "batch": Integer(ge=1, doc="minibatch size B"),
-        "engine": OneOf(_engine_names, doc="simulation engine"),
+        "engine": Name("an engine name", doc="simulation engine"),
         "update": OneOf(*UPDATES, doc="update rule"),
         "seed": Integer(ge=0, doc="root seed"),
         "record_every": Optional(Integer(ge=1), doc="linear records: record every this many "
                                  "steps (default: about 200 records)"),
         "initial_alignment": Optional(Real(ge=-1.0, le=1.0), doc="start with ρ0 = this "
                                       "(default: q0 uniform on the sphere)"),
-        "method": OneOf(*METHODS, doc="attention's SGA or a baseline estimator"),
+        "method": Name("a method name", doc="attention's SGA ('sga') or a baseline estimator"),
         "record": RECORD,
+        "spawn_key": Optional(Sequence(Integer(ge=0, le=2 ** 64 - 1)),
+                              doc="the runs' seeds: SeedSequence(seed, spawn_key=(*this, run))"),
     }
 
     def __post_init__(self) -> None:
         validate_fields(self, self._table)
+        if self.spawn_key == ():  # no prefix: the same config, and the same hashes, as None
+            object.__setattr__(self, "spawn_key", None)
         if self.record is None and self.record_every is None:
             object.__setattr__(self, "record_every", max(1, self.steps // 200))
         # a listed step beyond `steps`, or record_every with log records (nothing is built)
@@ -203,3 +221,77 @@ def int_ge(lo: int) -> tuple[Any, str, Any]:
     is built from ``validation.Integer(ge=lo)``, the one source of the rule and its words)."""
     c = Integer(ge=lo)
     return (c.accepts, c.describe(), int)
+
+
+# --------------------------------------------------------------------------- variants
+
+
+def variant_fields() -> dict[str, tuple[tuple[str, ...], str]]:
+    """``{field: (values, default)}`` for every field of :class:`ModelConfig` and
+    :class:`RunConfig` whose constraint is a fixed set of values (a ``OneOf``): the axes a
+    ``supports`` declaration speaks of (read from the tables, so a new field is one)."""
+    out: dict[str, tuple[tuple[str, ...], str]] = {}
+    for cls in (ModelConfig, RunConfig):
+        defaults = {f.name: f.default for f in fields(cls) if f.default is not MISSING}
+        for name, c in cls._table.items():
+            if isinstance(c, OneOf) and c.fixed and name in defaults:
+                out[name] = (tuple(c.choices), defaults[name])
+    return out
+
+
+def check_supports(supports: Mapping[str, Iterable[str]]) -> dict[str, tuple[str, ...]]:
+    """A ``supports`` declaration as a plain dict of tuples. Raises ``TypeError`` (a
+    programming error, at declaration) for a key that is not a variant field or a value the
+    field does not have."""
+    axes = variant_fields()
+    out: dict[str, tuple[str, ...]] = {}
+    for name, values in dict(supports).items():
+        if name not in axes:
+            raise TypeError(f"supports: {name!r} is not a variant field of the model or the "
+                            f"run ({', '.join(axes)})")
+        vals = tuple(values)
+        unknown = [v for v in vals if v not in axes[name][0]]
+        if unknown:
+            raise TypeError(f"supports: {name} has no value {unknown[0]!r} "
+                            f"({', '.join(map(repr, axes[name][0]))})")
+        out[name] = vals
+    return out
+
+
+def check_supported(who: str, supports: Mapping[str, Iterable[str]], *,
+                    model: Any = None, run: Any = None, **values: Any) -> None:
+    """Refuse, in one line, a variant that ``who`` does not cover.
+
+    For each variant field (:func:`variant_fields`) of ``model`` and ``run`` (whichever is
+    given) and each one passed by name in ``values`` (``update="riemannian"``), the value
+    must be one of ``supports[field]``; a field not listed in ``supports`` accepts only its
+    default. Raises :class:`ConfigError` naming the field, the values ``who`` covers and the
+    value: ``signal_sign: must be 'fixed' for the 'x' engine; got 'random'``."""
+    for name, (_, default) in variant_fields().items():
+        if name in values:
+            value = values[name]
+        else:
+            owner = next((o for o in (model, run) if o is not None and hasattr(o, name)), None)
+            if owner is None:
+                continue
+            value = getattr(owner, name)
+        allowed = tuple(supports.get(name, (default,)))
+        if value not in allowed:
+            text = (repr(allowed[0]) if len(allowed) == 1
+                    else "one of " + ", ".join(map(repr, allowed)))
+            raise ConfigError(name, f"must be {text} for {who}", value)
+
+
+class SupportedModel(Instance):
+    """A :class:`ModelConfig` whose variant fields ``who`` covers (``supports``, checked by
+    :func:`check_supported`): the model argument of a theory or baseline entry point."""
+
+    def __init__(self, supports: Mapping[str, Iterable[str]], who: str, *, doc: str = ""):
+        super().__init__(ModelConfig, doc=doc)
+        self.supports, self.who = check_supports(supports), who
+
+    def check(self, field: str, value: Any) -> Any:
+        value = super().check(field, value)
+        check_supported(self.who, self.supports, model=value)
+        return value
+

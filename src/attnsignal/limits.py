@@ -20,6 +20,7 @@ from typing import Any
 from .validation import ConfigError
 
 __all__ = [
+    "MAX_EXACT_BETA_SIGMA",
     "MAX_WORK",
     "OPS_PER_SECOND",
     "BLAS_FLOPS_PER_SECOND",
@@ -30,6 +31,11 @@ __all__ = [
     "format_seconds",
 ]
 
+#: The largest ``βσ`` at which the landscape's exact quadrature (``theory.exact``, which
+#: re-exports it as ``MAX_BETA``) is used; above it the theory computes ``Φ'`` by Monte Carlo.
+#: Here, outside the theory package, so that the command line's help can state it without
+#: importing the theory.
+MAX_EXACT_BETA_SIGMA = 12.0
 #: Refuse work above this many elementary operations (~10⁴ s at :data:`OPS_PER_SECOND`).
 MAX_WORK = 1e12
 #: Rough rate used to turn a count of operations into the time quoted in messages.

@@ -26,6 +26,7 @@ from .config import ModelConfig
 from .results import Result
 from .schedules import Schedule
 from .validation import Instance, Integer, OneOf, Real, validated
+from .seeds import SEED, stream
 
 __all__ = ["SampleMeasurement", "measure_samples", "compare_law"]
 
@@ -77,15 +78,16 @@ def _first_at_or_above(curves: np.ndarray, steps: np.ndarray, target: float) -> 
 
 @validated(model=Instance(ModelConfig), step=Instance(Schedule, "step-size schedule"),
            target=Real(gt=0.0, lt=1.0), steps=Integer(ge=1), runs=Integer(ge=2),
-           seed=Integer(ge=0), update=OneOf("projected", "riemannian"),
+           seed=SEED, update=OneOf("projected", "riemannian"),
            n_records=Integer(ge=10), n_boot=Integer(ge=100), level=Real(gt=0.0, lt=1.0))
 def measure_samples(model: ModelConfig, step: Schedule, target: float, *, steps: int,
-                    runs: int = 64, seed: int = 0, update: str = "projected",
+                    runs: int = 64, seed: int | np.random.SeedSequence = 0, update: str = "projected",
                     n_records: int = 500, n_boot: int = 2000,
                     level: float = 0.95) -> SampleMeasurement:
     """Simulate ``runs`` chains of ``steps`` updates and measure when the mean ``|ρ|``
     reaches ``target`` (module docstring). Intervals are percentile bootstrap intervals at
-    ``level`` from ``n_boot`` resamples of the runs (seeded by ``seed``). Raises
+    ``level`` from ``n_boot`` resamples of the runs. The runs are :func:`~attnsignal.simulate`'s
+    with ``seed``; the resamples draw from ``seeds.stream(seed, "bootstrap")``. Raises
     ``ConfigError`` for bad input (those of :func:`~attnsignal.simulate` included)."""
     from .simulate import simulate
 
@@ -99,7 +101,7 @@ def measure_samples(model: ModelConfig, step: Schedule, target: float, *, steps:
     mean = np.nanmean(A, axis=0)
     hits = _first_at_or_above(A, ks, target)
     first = _first_at_or_above(mean[None, :], ks, target)[0]
-    rng = np.random.default_rng([seed, 0x5CA1E])
+    rng = np.random.default_rng(stream(seed, "bootstrap"))
     idx = rng.integers(0, runs, (n_boot, runs))  # the resamples of the runs
     counts = np.zeros((n_boot, runs))
     np.add.at(counts, (np.arange(n_boot)[:, None], idx), 1.0)
@@ -141,14 +143,16 @@ def measure_samples(model: ModelConfig, step: Schedule, target: float, *, steps:
         iqr=iqr, iqr_interval=iqr_ci, level=float(level), result=res)
 
 
-def compare_law(law: Any, dims: Sequence[int], *, runs: int, seed: int = 0,
-                horizon: float = 3.0) -> list[dict]:
+def compare_law(law: Any, dims: Sequence[int], *, runs: int,
+                seed: int | np.random.SeedSequence = 0, horizon: float = 3.0) -> list[dict]:
     """The law of a :class:`~attnsignal.theory.scaling.ScalingLaw` against the chain at each
     dimension of ``dims``: one row per dimension with the step, ``τ``, the prediction and its
     Monte-Carlo error, the predicted hitting-time law (mean, standard deviation, interquartile
     range) and — with ``runs >= 2`` — the measurement (:func:`measure_samples` over
     ``horizon ×`` the predicted samples) with its bootstrap intervals. A dimension where the
-    target is not reached (prediction ``inf``) is not simulated."""
+    target is not reached (prediction ``inf``) is not simulated. The runs at ``d`` draw from
+    ``seeds.stream(seed, "d", d)``: independent between dimensions, so that the points' errors
+    do not move together."""
     rows = []
     for d in dims:
         hl = law.law(int(d))
@@ -166,7 +170,7 @@ def compare_law(law: Any, dims: Sequence[int], *, runs: int, seed: int = 0,
         if runs >= 2 and math.isfinite(pred):
             ms = measure_samples(m, law.step(int(d)), law.target,
                                  steps=int(math.ceil(horizon * pred)) + 10, runs=runs,
-                                 seed=seed, update=law.update)
+                                 seed=stream(seed, "d", int(d)), update=law.update)
             row.update(measured=float(ms.samples) if ms.samples >= 0 else math.nan,
                        measured_lo=ms.interval[0], measured_hi=ms.interval[1],
                        hit_mean=ms.hit_mean, hit_sd=ms.hit_sd, iqr=ms.iqr,

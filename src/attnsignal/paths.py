@@ -1,11 +1,13 @@
 """Paths given by the user, checked before any work: output directories and files, input
-TOML files.
+TOML files; the locks that keep two writers out of one output directory.
 
 Every check raises :class:`~attnsignal.config.ConfigError` (one line ``field: allowed; got
 value``; exit status 2 on the command line): an empty path, a file where a directory is
 needed (``--out F``, ``--out F/sub``, ``--out /dev/null``), a name too long for the file
 system, a directory that cannot be written (read-only, no permission), a symbolic-link loop,
-an input that is a directory, unreadable, not UTF-8 or not TOML.
+an input that is a directory, unreadable, not UTF-8 or not TOML, and an output directory that
+another process is writing to (:func:`check_output_free`; the writer holds
+:func:`file_lock` on a lock file in it while it runs).
 """
 
 from __future__ import annotations
@@ -14,12 +16,17 @@ import errno
 import os
 import tempfile
 import tomllib
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterator
 
 from .validation import ConfigError
 
-__all__ = ["check_output_dir", "check_output_file", "read_toml"]
+__all__ = ["check_output_dir", "check_output_file", "read_toml", "file_lock", "output_in_use",
+           "check_output_free", "REPRODUCTION_LOCK"]
+
+#: held (``flock``) in its output directory while ``attnsignal reproduce`` writes into it
+REPRODUCTION_LOCK = ".reproduce.lock"
 
 
 def _describe_os_error(exc: OSError) -> str:
@@ -140,3 +147,60 @@ def read_toml(path: Any, field: str = "config") -> dict[str, Any]:
         return tomllib.loads(doc)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(field, f"must be valid TOML ({exc})", text) from None
+
+
+@contextmanager
+def file_lock(path: str | os.PathLike[str], *, wait: bool = True,
+              busy: Callable[[], BaseException] | None = None) -> Iterator[None]:
+    """Hold an exclusive advisory ``flock`` on the file ``path`` while the block runs.
+
+    The file is created empty (mode ``0o666 & ~umask``, so that a collaborator whose umask
+    lets them write the directory can take it too) and kept. The kernel releases the lock
+    when the process dies, however it dies. Two holders conflict whether they are two
+    processes or two opens in one process. ``wait`` True: wait for the lock; False: when
+    someone else holds it, raise ``busy()`` at once (default ``BlockingIOError``) — before
+    the block runs, so an error of the block is never mistaken for it. Where there is no
+    ``fcntl`` (not POSIX) nothing is locked."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        yield
+        return
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    except PermissionError:  # another user's lock file that we may not write: flock reads
+        fd = os.open(path, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if busy is None:
+                raise
+            raise busy() from None
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def output_in_use(path: Any, what: str, field: str = "out") -> ConfigError:
+    """The error for an output directory that another ``what`` (a command) is writing to:
+    ``out: another WHAT is running in this directory; wait for it to end or use another
+    --out; got 'DIR'``."""
+    return ConfigError(field, f"another {what} is running in this directory; wait for it to "
+                              f"end or use another --{field}", str(path))
+
+
+def check_output_free(path: Any, lock_name: str, what: str, field: str = "out") -> None:
+    """Refuse at once (:func:`output_in_use`) when another process holds ``path/lock_name``;
+    creates nothing (a directory or lock file that does not exist is free, and so is one
+    this process cannot open: the writer's own :func:`file_lock` then decides). A probe
+    that answers before a command's slow start-up; the writer takes the lock for its whole
+    run."""
+    lock = Path(path) / lock_name
+    try:
+        if not lock.is_file():
+            return
+        with file_lock(lock, wait=False, busy=lambda: output_in_use(path, what, field)):
+            pass
+    except OSError:
+        return

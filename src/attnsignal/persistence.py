@@ -2,9 +2,15 @@
 
 Atomic file
 -----------
-:func:`atomic_write` calls ``writer(tmp)`` on a temporary file ``.NAME.XXXX.tmp`` beside the
-target, fsyncs it and renames it onto the target (``rename`` is atomic on POSIX), then fsyncs
-the directory. A reader sees the old file or the new one, never a part.
+:func:`atomic_write` calls ``writer(tmp)`` on a temporary file ``.NAME.XXXXXXXX.tmp`` beside
+the target, fsyncs it and renames it onto the target (``rename`` is atomic on POSIX), then
+fsyncs the directory. A reader sees the old file or the new one, never a part. Every file the
+package writes goes through it, so every file follows the user's umask like any other tool's
+output: the temporary file is created with mode ``0o666 & ~umask`` (by ``open(2)``, which
+applies the umask; ``mkstemp`` would make it ``0o600`` and the rename would keep that), and
+directories are made with ``0o777 & ~umask``. A writer killed part-way leaves its temporary
+file; :func:`remove_temporaries` deletes those of one directory (callers do it while they hold
+the directory's lock, :func:`~attnsignal.paths.file_lock`, so that no live writer's file is taken).
 
 A result directory (format ``attnsignal.result/2``)
 ----------------------------------------------------
@@ -22,9 +28,16 @@ share a name unless their bytes are equal. A save writes the new data files besi
 ones, then replaces ``manifest.json`` in one rename, then deletes what the new manifest does
 not name (the previous data files and temporaries left by a killed save). Killed at any point,
 the directory holds either the old result or the new one, complete: the manifest names its
-own data files by content hash, and :func:`read_result_files` checks every checksum. A
-directory of format ``attnsignal.result/1`` (fixed names ``result.parquet``, ``q_final.npy``,
-``q_records.npy``, no checksums) still loads.
+own data files by content hash, and :func:`read_result_files` checks every checksum.
+
+What a load checks: every data file's sha256 against the manifest, and that ``has_q_final``
+and ``has_q_records`` agree with the files the manifest names (here);
+:meth:`~attnsignal.results.Result.load` then checks that the frame holds the manifest's
+``run_ids`` in their order, each at the same records (so an edited ``run_ids`` cannot
+relabel the rows), and the queries' shapes. A directory of format ``attnsignal.result/1``
+(fixed names ``result.parquet``, ``q_final.npy``, ``q_records.npy``, no checksums) still
+loads, with the row, id and shape checks only: a damaged or altered data file is found only
+where it breaks them.
 
 Every load failure is a :class:`ResultFileError` (a ``ConfigError``, a ``ValueError``) with a
 one-line message that names the file: ``path: <what is wrong>; got '<file>'``.
@@ -37,7 +50,6 @@ import io
 import json
 import os
 import re
-import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -46,10 +58,11 @@ import numpy as np
 import pandas as pd
 
 from .validation import ConfigError
-from .paths import check_output_dir
+from .paths import check_output_dir, file_lock
 
 __all__ = [
     "atomic_write",
+    "remove_temporaries",
     "ResultFileError",
     "ResultMissingError",
     "RESULT_FORMAT",
@@ -113,20 +126,56 @@ def fsync_dir(directory: str | os.PathLike[str]) -> None:
         os.close(dfd)
 
 
+#: characters of a temporary file's random part (those of ``tempfile.mkstemp``, so that the
+#: temporaries of every version of this package match :data:`TEMPORARY_NAME`)
+_TEMP_CHARS = "abcdefghijklmnopqrstuvwxyz0123456789_"
+#: the name of a temporary file of :func:`atomic_write`: ``.NAME.XXXXXXXX.tmp``
+TEMPORARY_NAME = re.compile(r"^\..+\.[a-z0-9_]{8}\.tmp$")
+
+
+def _new_temporary(path: Path) -> tuple[Path, int]:
+    """Create an empty ``.NAME.XXXXXXXX.tmp`` beside ``path`` (``O_EXCL``: never another's)
+    with mode ``0o666 & ~umask``; return it and that mode. While it is written the owner can
+    read and write it whatever the umask (the final mode is set by :func:`atomic_write`)."""
+    for _ in range(100):
+        rand = "".join(_TEMP_CHARS[b % len(_TEMP_CHARS)] for b in os.urandom(8))
+        tmp = path.parent / f".{path.name}.{rand}.tmp"
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0),
+                         0o666)
+        except FileExistsError:
+            continue
+        try:
+            mode = os.fstat(fd).st_mode & 0o7777  # 0o666 & ~umask (or a default ACL's mode)
+            if mode & 0o600 != 0o600:
+                os.fchmod(fd, mode | 0o600)
+        except BaseException:
+            os.close(fd)
+            os.unlink(tmp)
+            raise
+        os.close(fd)
+        return tmp, mode
+    raise FileExistsError(f"no free temporary name beside {path}")  # pragma: no cover
+
+
 def atomic_write(path: str | os.PathLike[str], write: Callable[[str], None]) -> None:
     """Call ``write(tmp_path)``, fsync ``tmp_path`` and rename it onto ``path``.
 
-    ``tmp_path`` is ``.NAME.XXXXXXXX.tmp`` in ``path``'s directory (created if needed); it is
-    removed if ``write`` raises. Raises whatever ``write`` or the file system raises.
+    ``tmp_path`` is ``.NAME.XXXXXXXX.tmp`` in ``path``'s directory (created if needed, mode
+    ``0o777 & ~umask``), an empty file of mode ``0o666 & ~umask`` that ``write`` opens and
+    fills; ``path`` ends with that mode (set again before the rename, should ``write`` have
+    replaced the file). It is removed if ``write`` raises. Raises whatever ``write`` or the
+    file system raises.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
+    tmp, mode = _new_temporary(path)
     try:
-        write(tmp)
+        write(str(tmp))
         with open(tmp, "rb+") as fh:
             os.fsync(fh.fileno())
+            if os.fstat(fh.fileno()).st_mode & 0o7777 != mode:
+                os.fchmod(fh.fileno(), mode)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -135,21 +184,33 @@ def atomic_write(path: str | os.PathLike[str], write: Callable[[str], None]) -> 
     fsync_dir(path.parent)
 
 
+def remove_temporaries(directory: str | os.PathLike[str]) -> list[str]:
+    """Delete the temporary files of :func:`atomic_write` (:data:`TEMPORARY_NAME`) that a
+    killed writer left in ``directory`` (not below it); nothing else. Call it only while no
+    other writer can be writing there (holding the directory's
+    :func:`~attnsignal.paths.file_lock`). Returns the
+    names removed; a missing directory has none."""
+    removed = []
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return removed
+    for e in entries:
+        if TEMPORARY_NAME.match(e.name) and e.is_file(follow_symlinks=False):
+            try:
+                os.unlink(e.path)
+                removed.append(e.name)
+            except OSError:
+                pass
+    return removed
+
+
 @contextmanager
 def _locked(directory: Path) -> Iterator[None]:
-    """Hold ``directory/.result.lock`` (advisory; the kernel releases it if the process dies),
-    so that two saves into one directory do not delete each other's files."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - not POSIX
+    """Hold ``directory/.result.lock``, so that two saves into one directory do not delete
+    each other's files."""
+    with file_lock(directory / _LOCK_NAME):
         yield
-        return
-    fd = os.open(directory / _LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
 
 
 # ---------------------------------------------------------------------- write
@@ -275,8 +336,11 @@ def read_result_files(directory: str | os.PathLike[str]
                       ) -> tuple[dict[str, Any], Path, pd.DataFrame, dict[str, np.ndarray | None]]:
     """Read what :func:`write_result_files` wrote: ``(manifest, manifest_path, frame, arrays)``.
 
-    Checks the format and, for format 2, every file's sha256. Raises ResultMissingError (no
-    manifest; also a ``FileNotFoundError``) or ResultFileError, naming the file.
+    Checks the format and, for format 2, every file's sha256 and that ``has_q_final`` and
+    ``has_q_records`` say which query files the manifest names (format 1 has no checksums:
+    its files are found by name, and the caller's row and id checks are all there is).
+    Raises ResultMissingError (no manifest; also a ``FileNotFoundError``) or ResultFileError,
+    naming the file.
     """
     out = Path(directory)
     mpath = out / MANIFEST_NAME
@@ -293,6 +357,12 @@ def read_result_files(directory: str | os.PathLike[str]
                 raise ResultFileError(mpath, f"files.{key}: must be one of this result's data "
                                              "files with its sha256")
             entries[key] = (out / f["name"], f["sha256"])
+        for key in ("q_final", "q_records"):
+            flag = man.get(f"has_{key}")
+            if flag is not None and flag is not (key in entries):
+                raise ResultFileError(
+                    mpath, f"has_{key} is {json.dumps(flag)}, but the manifest names "
+                           f"{'a' if key in entries else 'no'} {key} file")
     else:  # format 1: fixed names, no checksums
         entries = {"frame": (out / _LEGACY_NAMES["frame"], None)}
         for key in ("q_final", "q_records"):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Callable
 
@@ -9,7 +10,7 @@ import numpy as np
 
 from .results import Result, atomic_write
 
-__all__ = ["save_figure", "plot_run", "band"]
+__all__ = ["save_figure", "plot_run", "band", "legend_below", "schedule_tex", "tex_powers"]
 
 
 def use_agg_unless_pyplot_is_loaded() -> None:
@@ -98,6 +99,50 @@ def _crop(rgba: np.ndarray, tight, bbox, dpi: float, face) -> np.ndarray | None:
     return out
 
 
+def legend_below(fig, handles: list, labels: list, *, ncol: int = 3,
+                 fontsize: float = 10, note: str = "") -> None:
+    """One legend for the whole figure, centred under its panels — outside every data area —
+    after laying the panels out with room for it (``tight_layout`` with a bottom margin sized
+    to the legend's rows); ``note``, a line of text under the legend. Everything stays on
+    the canvas, so :func:`save_figure` keeps its single draw."""
+    rows = -(-len(labels) // ncol)
+    fig.tight_layout()
+    height = fig.get_size_inches()[1]
+    below = 0.3 / height if note else 0.0  # inches for the note's line
+    margin = (0.32 * rows + 0.15) / height + below  # inches per legend row at this font size
+    fig.tight_layout(rect=(0, margin, 1, 1))
+    fig.legend(handles, labels, loc="lower center", ncol=ncol, fontsize=fontsize,
+               frameon=False, bbox_to_anchor=(0.5, below))
+    if note:
+        fig.text(0.5, 0.08 / height, note, ha="center", va="bottom", fontsize=fontsize - 0.5,
+                 style="italic", wrap=True)
+
+
+_POWER = re.compile(r"(?<![\\$\w])([A-Za-z])\^(\{[^}]*\}|[0-9]+)")
+
+
+def tex_powers(text: str) -> str:
+    """Plain-text powers as math: ``S^999`` → ``$S^{999}$``, ``e^{βθ}`` → ``$e^{βθ}$``
+    (matplotlib mathtext and KaTeX both read it); text already in ``$…$`` is left alone."""
+    parts = text.split("$")
+    for i in range(0, len(parts), 2):  # outside math only
+        parts[i] = _POWER.sub(lambda m: f"${m.group(1)}^{{{m.group(2).strip('{}')}}}$",
+                              parts[i])
+    return "$".join(parts)
+
+
+def schedule_tex(step) -> str:
+    """A step-size schedule as math text (matplotlib mathtext and KaTeX read the same TeX):
+    ``$\\eta_k = 0.05\\,(1 + k/1000)^{-1}$``; a schedule of another family, its
+    ``describe()``."""
+    eta0, k0, power = (getattr(step, a, None) for a in ("eta0", "k0", "power"))
+    if eta0 is not None and k0 is not None and power is not None:
+        return f"$\\eta_k = {eta0:g}\\,(1 + k/{k0:g})^{{-{power:g}}}$"
+    if eta0 is not None and k0 is None:
+        return f"$\\eta_k = {eta0:g}$ (constant)"
+    return step.describe()
+
+
 def band(values: np.ndarray, lo: float = 10, hi: float = 90) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Mean and the ``lo``–``hi`` percentile band over axis 0, ignoring NaN (diverged) runs."""
     with np.errstate(all="ignore"):
@@ -137,16 +182,16 @@ def plot_run(
     if overlay is not None:
         overlay(ax1)
     ax1.set_ylim(0, 1.02)
-    ax1.set_xlabel("step k" if x == "step" else "ODE time t = Σ η")
-    ax1.set_ylabel("|ρ| = |⟨q, ξ⟩|")
+    ax1.set_xlabel("step $k$" if x == "step" else r"ODE time $t = \Sigma_{j<k}\,\eta_j$")
+    ax1.set_ylabel(r"$|\rho| = |\langle q, \xi\rangle|$")
     ax1.set_title("alignment")
     ax1.grid(alpha=0.3)
-    ax1.legend(loc="lower right", fontsize=8)
+    ax1.legend(loc="lower right", fontsize=9.5)
 
     m = result.informative_mass[:, 1:]
     mm, mlo, mhi = band(m)
     ax2.fill_between(xs[1:], mlo, mhi, color="tab:orange", alpha=0.25, label="10–90 %")
-    ax2.plot(xs[1:], mm, color="tab:red", lw=2, label=r"mean informative mass $\sum_{i\in I}\alpha_i$")
+    ax2.plot(xs[1:], mm, color="tab:red", lw=2, label=r"mean informative mass $\Sigma_{i\in I}\,\alpha_i$")
     w = result.max_nuisance_weight[:, 1:]
     ax2.plot(xs[1:], np.nanmean(w, axis=0), color="gray", lw=1.2, label="mean largest nuisance weight")
     md = result.model
@@ -155,12 +200,13 @@ def plot_run(
     ax2.set_xlabel(ax1.get_xlabel())
     ax2.set_title("attention on informative tokens")
     ax2.grid(alpha=0.3)
-    ax2.legend(loc="upper left", fontsize=8)
+    ax2.legend(loc="upper left", fontsize=9.5)
     fig.suptitle(
         title
         or (
-            f"d={md.d}, R={md.n_informative}, N={md.n_nuisance}, θ={md.theta:g}, β={md.beta:g}; "
-            f"{result.engine} engine, {result.update} update, B={result.run.batch}"
+            f"$d$ = {md.d}, $R$ = {md.n_informative}, $N$ = {md.n_nuisance}, "
+            f"$\\theta$ = {md.theta:g}, $\\beta$ = {md.beta:g}; "
+            f"{result.engine} engine, {result.update} update, $B$ = {result.run.batch}"
         ),
         fontsize=10,
     )

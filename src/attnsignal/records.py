@@ -67,6 +67,12 @@ class RecordChoice(Constraint):
         return "'linear', 'log' or a comma-separated list of steps; 0 and the last step " \
                "are always recorded"
 
+    def examples(self) -> tuple[Any, ...]:
+        return (None, "log", (1,))
+
+    def counterexamples(self) -> tuple[Any, ...]:
+        return ("sometimes", (3, 1), (-1,), 5)
+
     def parse(self, text: str | None) -> Any:
         if text is None:
             return None

@@ -236,30 +236,19 @@ class Result:
         missing = [c for c in FRAME_COLUMNS if c not in frame.columns]
         if missing:
             raise ResultFileError(fpath, f"frame lacks the columns {missing}")
-        frame = frame.sort_values(["run", "step"], kind="stable")
-        steps = np.unique(frame["step"].to_numpy())
-        runs, recs = run_ids.size, steps.size
-        found = np.unique(frame["run"].to_numpy())
-        if (len(frame) != runs * recs or dstep.size != runs
-                or not np.array_equal(found, np.sort(run_ids))):
-            raise ResultFileError(
-                fpath, f"frame must hold each of the manifest's {runs} runs at each of its "
-                       f"{recs} records exactly once; found {len(frame)} rows of runs "
-                       f"{found[:5].tolist()}{'…' if found.size > 5 else ''}")
+        runs, recs = _check_rows(frame, run_ids, dstep, mpath, fpath.name)
+        _check_queries(arrays, (runs, recs, model.d), mpath)
 
-        def grid(col: str) -> np.ndarray:
+        def arr(col: str) -> np.ndarray:  # rows are run-major in run_ids order (checked)
             return frame[col].to_numpy().reshape(runs, recs)
 
-        order = np.argsort(np.argsort(run_ids))  # frame is sorted by run id
-        def arr(col: str) -> np.ndarray:
-            return grid(col)[order]
-
+        steps = frame["step"].to_numpy()[:recs]
         return cls(
             model=model,
             schedule=step,
             run=run,
             steps=steps.astype(np.int64),
-            ode_time=grid("ode_time")[0].copy(),
+            ode_time=arr("ode_time")[0].copy(),
             alignment=arr("alignment"),
             informative_mass=arr("informative_mass"),
             max_nuisance_weight=arr("max_nuisance_weight"),
@@ -272,6 +261,49 @@ class Result:
             version=version,
             method=method,
         )
+
+
+def _check_rows(frame: pd.DataFrame, run_ids: np.ndarray, dstep: np.ndarray, mpath: Path,
+                data: str) -> tuple[int, int]:
+    """``(runs, records)`` of a saved frame that is exactly what :meth:`Result.to_frame`
+    writes for the manifest's ``run_ids``: run-major, runs in ``run_ids`` order, the same
+    increasing steps in each. Anything else (rows lost or added, ``run_ids`` edited or
+    reordered: the rows would be relabelled) is a ResultFileError naming the manifest."""
+    runs = run_ids.size
+    if dstep.size != runs:
+        raise ResultFileError(mpath, f"diverged_step has {dstep.size} entries for the "
+                                     f"{runs} run_ids")
+    if runs == 0 or len(frame) % runs:
+        raise ResultFileError(mpath, f"run_ids name {runs} runs; {data} holds {len(frame)} "
+                                     "rows, not a whole number of records per run")
+    recs = len(frame) // runs
+    run_col = frame["run"].to_numpy()
+    step_col = frame["step"].to_numpy().reshape(runs, recs)
+    stored = run_col[::recs] if recs else run_col
+    if recs == 0 or not (np.array_equal(run_col, np.repeat(run_ids, recs))
+                         and np.all(step_col == step_col[0]) and np.all(np.diff(step_col[0]) > 0)):
+        head = stored[:6].tolist()
+        raise ResultFileError(
+            mpath, f"run_ids {_head(run_ids)} do not match {data}, which holds {len(frame)} "
+                   f"rows of runs {head}{'…' if stored.size > 6 else ''} in that order "
+                   "(edited or not this result's manifest)")
+    return runs, recs
+
+
+def _head(a: np.ndarray, n: int = 6) -> str:
+    items = a[:n].tolist()
+    return str(items)[:-1] + (", …]" if a.size > n else "]")
+
+
+def _check_queries(arrays: dict[str, np.ndarray | None], shape: tuple[int, int, int],
+                   mpath: Path) -> None:
+    """The saved queries have the shapes of the manifest's runs, records and ``d``."""
+    runs, recs, d = shape
+    want = {"q_final": (runs, d), "q_records": (runs, recs, d)}
+    for key, arr in arrays.items():
+        if arr is not None and tuple(arr.shape) != want[key]:
+            raise ResultFileError(mpath, f"{key} has shape {tuple(arr.shape)}; the manifest's "
+                                         f"runs and model need {want[key]}")
 
 
 def _optional_entry(man: dict, key: str, kind: type, default: Any) -> Any:

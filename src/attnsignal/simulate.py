@@ -26,6 +26,7 @@ from .engines.base import EngineState, StepStats, run_seeds
 from .limits import check_memory
 from .results import Result
 from .schedules import Schedule
+from .seeds import SEED, split
 from .validation import Boolean, Instance, Integer, Optional
 from .validation import Callable as IsCallable, Sequence as SequenceOf
 
@@ -85,7 +86,7 @@ def simulate(
     batch: int = 1,
     engine: str = "literal",
     update: str = "projected",
-    seed: int = 0,
+    seed: int | np.random.SeedSequence = 0,
     record_every: int | None = None,
     initial_alignment: float | None = None,
     record: str | Sequence[int] | None = None,
@@ -108,9 +109,13 @@ def simulate(
         work (unsupported variants, sizes that cannot fit in memory: ``ConfigError``).
         ``record``: None/"linear", "log" or a list of steps (:mod:`attnsignal.records`).
     record_q : also keep ``q`` at every record (engines with ``capabilities.has_query``).
-    first_run, spawn_prefix : run ``r`` uses ``SeedSequence(seed, spawn_key=(*spawn_prefix, r))``
-        for ``r = first_run, ..., first_run + runs − 1`` — so run ``r`` is bit-identical
-        whatever ``runs`` is, and a sweep can split runs into chunks.
+    seed, first_run, spawn_prefix : run ``r`` uses
+        ``SeedSequence(seed, spawn_key=(*spawn_prefix, r))`` for ``r = first_run, ...,
+        first_run + runs − 1`` — so run ``r`` is bit-identical whatever ``runs`` is, and a
+        sweep can split runs into chunks. ``seed`` may be a ``SeedSequence(root,
+        spawn_key=key)`` (:func:`attnsignal.seeds.stream`): the same as ``seed=root`` with
+        ``key`` before ``spawn_prefix``. The result's ``run`` records ``seed`` and the whole
+        prefix (``RunConfig.spawn_key``).
     progress : called with the number of updates just applied (for progress bars).
 
     Returns
@@ -126,21 +131,23 @@ def simulate(
     """
     _MODEL.check("model", model)
     _STEP.check("step", step)
+    spawn_prefix = _SPAWN_PREFIX.check("spawn_prefix", spawn_prefix)
+    root, key = split(SEED.check("seed", seed))
     run = RunConfig(
         steps=steps,
         runs=runs,
         batch=batch,
         engine=engine,
         update=update,
-        seed=seed,
+        seed=root,
         record_every=record_every,
         initial_alignment=initial_alignment,
         record=record,
+        spawn_key=(*key, *spawn_prefix),
     )
     record_q = _RECORD_Q.check("record_q", record_q)
     Integer(ge=0, le=2 ** 63 - 1 - run.runs).check("first_run", first_run)
     first_run = int(first_run)
-    spawn_prefix = _SPAWN_PREFIX.check("spawn_prefix", spawn_prefix)
     progress = _PROGRESS.check("progress", progress)
     eng = get_engine(run.engine)
     if record_q and not eng.capabilities.has_query:
@@ -158,7 +165,7 @@ def simulate(
     step.warn_if_not_robbins_monro()
 
     t0 = time.perf_counter()
-    seeds = run_seeds(run.seed, run.runs, int(first_run), spawn_prefix)
+    seeds = run_seeds(run.seed, run.runs, int(first_run), run.spawn_key or ())
     state = eng.init(model, run, seeds)
     align = np.full((run.runs, n_rec), np.nan)
     mass = np.full((run.runs, n_rec), np.nan)

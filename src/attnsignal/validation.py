@@ -12,12 +12,16 @@ Pieces
 ------
 Constraints  ``Integer(ge=, le=)``, ``Real(gt=, ge=, lt=, le=, finite=True)``, ``OneOf(*choices)``,
              ``Boolean()``, ``Optional(c)``, ``Instance(cls)``, ``Sequence(of, ...)``,
-             ``RealArray(...)``, ``Callable()``, ``AnyOf(*cs)``, ``Predicate(pred, allowed)``. Each has ``check(field, value)``
+             ``RealArray(...)``, ``Callable()``, ``AnyOf(*cs)``, ``Predicate(pred, allowed)``,
+             ``Name()`` (an identifier, for values a registry resolves). Each has
+             ``check(field, value)``
              → the value coerced to its canonical type (``int`` for counts, ``float`` for reals,
              ``tuple`` for sequences), ``describe()`` → the ``allowed`` text, ``summary()`` → the
              short form used in command-line help, and ``parse(text)`` → a command-line string as
              the constraint should see it. ``doc=`` attaches the one-line meaning of a field
-             (the help of its command-line flag).
+             (the help of its command-line flag). ``valid_examples()`` and
+             ``invalid_examples()`` give values it accepts and values it must refuse: the test
+             suite feeds the latter to every field of every table.
 Tables       ``{field: constraint}``; :func:`validate_fields` checks a frozen dataclass against
              its table in ``__post_init__``; :class:`Config` is the base of the config objects
              (``to_dict``, ``from_dict`` rejecting unknown keys and naming missing ones,
@@ -53,6 +57,7 @@ __all__ = [
     "Callable",
     "AnyOf",
     "Predicate",
+    "Name",
     "validate_fields",
     "check_keys",
     "required_fields",
@@ -106,6 +111,13 @@ class _Nothing:
 
 
 NOTHING = _Nothing()
+
+
+class _Foreign:
+    """A value of no type a constraint expects (the generated tests' wrong instance)."""
+
+    def __repr__(self) -> str:
+        return "<foreign object>"
 
 
 def _num(x: float) -> str:
@@ -187,6 +199,23 @@ class Constraint:
         """``doc (summary)`` — a command-line flag's help."""
         return f"{self.doc} ({self.summary()})" if self.doc else self.summary()
 
+    # the values a generated test feeds every field (tests/core/test_constraint_tables.py)
+    def examples(self) -> tuple[Any, ...]:
+        """Values of this constraint's kind that it accepts (may be empty: unknown)."""
+        return ()
+
+    def counterexamples(self) -> tuple[Any, ...]:
+        """Values it may be given and must refuse: each bound crossed, the wrong type."""
+        return ()
+
+    def valid_examples(self) -> tuple[Any, ...]:
+        """:meth:`examples`, each checked to be accepted."""
+        return tuple(v for v in self.examples() if self.accepts(v))
+
+    def invalid_examples(self) -> tuple[Any, ...]:
+        """:meth:`counterexamples`, each checked to be refused."""
+        return tuple(v for v in self.counterexamples() if not self.accepts(v))
+
 
 def _is_int(v: Any) -> bool:
     return isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_))
@@ -220,6 +249,18 @@ class Integer(Constraint):
 
     def metavar(self) -> str:
         return "INT"
+
+    def examples(self) -> tuple[Any, ...]:
+        return (self.ge if self.ge is not None else (self.le if self.le is not None else 0),)
+
+    def counterexamples(self) -> tuple[Any, ...]:
+        out: list[Any] = []
+        if self.ge is not None:
+            out.append(self.ge - 1)
+        if self.le is not None:
+            out.append(self.le + 1)
+        base = self.examples()[0]
+        return (*out, base + 0.5, True, str(base), None)
 
 
 class Real(Constraint):
@@ -269,6 +310,32 @@ class Real(Constraint):
     def metavar(self) -> str:
         return "NUMBER"
 
+    def examples(self) -> tuple[Any, ...]:
+        lo = self.gt if self.gt is not None else self.ge
+        hi = self.lt if self.lt is not None else self.le
+        if lo is not None and hi is not None:
+            return ((lo + hi) / 2,)
+        if lo is not None:
+            return (float(lo) + 1.0,)
+        if hi is not None:
+            return (float(hi) - 1.0,)
+        return (0.5,)
+
+    def counterexamples(self) -> tuple[Any, ...]:
+        out: list[Any] = []
+        if self.gt is not None:
+            out.append(float(self.gt))
+        if self.ge is not None:
+            out.append(float(self.ge) - 1.0)
+        if self.lt is not None:
+            out.append(float(self.lt))
+        if self.le is not None:
+            out.append(float(self.le) + 1.0)
+        out += [math.nan, True, "0.5", None]
+        if self.finite:
+            out.append(math.inf)
+        return tuple(out)
+
 
 class OneOf(Constraint):
     """One of a fixed set of strings. ``OneOf(fn)`` with a single callable takes the choices
@@ -286,6 +353,11 @@ class OneOf(Constraint):
     @property
     def choices(self) -> tuple:
         return tuple(self._source()) if self._source is not None else self._fixed
+
+    @property
+    def fixed(self) -> bool:
+        """Whether the choices are a fixed set (not read from a registry at each check)."""
+        return self._source is None
 
     def _accepts(self, v: Any) -> bool:
         return isinstance(v, str) and v in self.choices
@@ -305,6 +377,46 @@ class OneOf(Constraint):
 
     def metavar(self) -> str:
         return "NAME"
+
+    def examples(self) -> tuple[Any, ...]:
+        return self.choices[:1]
+
+    def counterexamples(self) -> tuple[Any, ...]:
+        # a string that is none of the choices, however many there are
+        return ("not_" + "_".join(map(str, self.choices)), 1, None)
+
+
+class Name(Constraint):
+    """A name: a non-empty string that is a Python identifier (``"chain"``, ``"E1"``). For
+    values resolved by a registry that grows (engines, baseline methods): the config checks
+    the form, the registry names the registered values when it resolves one."""
+
+    def __init__(self, what: str = "a name", *, doc: str = ""):
+        self.what, self.doc = what, doc
+
+    def _accepts(self, v: Any) -> bool:
+        return isinstance(v, str) and v.isidentifier()
+
+    def coerce(self, v: Any) -> str:
+        return str(v)
+
+    def describe(self) -> str:
+        return f"must be {self.what} (letters, digits and underscores, not starting with a digit)"
+
+    def summary(self) -> str:
+        return self.what.removeprefix("a ").removeprefix("an ")
+
+    def parse(self, text: str | None) -> Any:
+        return None if text is None else text.strip()
+
+    def metavar(self) -> str:
+        return "NAME"
+
+    def examples(self) -> tuple[Any, ...]:
+        return ("name",)
+
+    def counterexamples(self) -> tuple[Any, ...]:
+        return ("", "2x", "a-b", 3, None)
 
 
 class Boolean(Constraint):
@@ -329,6 +441,12 @@ class Boolean(Constraint):
         return {"true": True, "yes": True, "1": True, "false": False, "no": False,
                 "0": False}.get(t, text)
 
+    def examples(self) -> tuple[Any, ...]:
+        return (True, False)
+
+    def counterexamples(self) -> tuple[Any, ...]:
+        return (1, "yes", None)
+
 
 class Optional(Constraint):
     """``None`` or a value accepted by ``c``."""
@@ -344,7 +462,9 @@ class Optional(Constraint):
             return None
         try:
             return self.c.check(field, value)
-        except ConfigError:
+        except ConfigError as exc:
+            if exc.field != field:  # about a part of the value (a model's variant field)
+                raise
             raise ConfigError(field, self.describe(), value) from None
 
     def describe(self) -> str:
@@ -360,6 +480,12 @@ class Optional(Constraint):
 
     def metavar(self) -> str:
         return self.c.metavar()
+
+    def examples(self) -> tuple[Any, ...]:
+        return (None, *self.c.examples())
+
+    def counterexamples(self) -> tuple[Any, ...]:
+        return tuple(v for v in self.c.counterexamples() if v is not None)
 
 
 class Instance(Constraint):
@@ -378,6 +504,9 @@ class Instance(Constraint):
         article = "an" if self.name[:1].lower() in "aeiou" else "a"
         return f"must be {article} {self.name}"
 
+    def counterexamples(self) -> tuple[Any, ...]:
+        return (_Foreign(), None, 1)
+
 
 class Callable(Constraint):
     """A callable (a function, a bound method, an object with ``__call__``)."""
@@ -390,6 +519,12 @@ class Callable(Constraint):
 
     def describe(self) -> str:
         return f"must be {self.what}"
+
+    def examples(self) -> tuple[Any, ...]:
+        return (print,)
+
+    def counterexamples(self) -> tuple[Any, ...]:
+        return (1, "f")
 
 
 class Sequence(Constraint):
@@ -452,6 +587,21 @@ class Sequence(Constraint):
     def metavar(self) -> str:
         return "LIST"
 
+    def examples(self) -> tuple[Any, ...]:
+        item = self.of.examples()[:1]
+        n = max(self.min_len, 1 if item else 0)
+        if self.unique or self.increasing:
+            n = min(n, 1)
+        return (tuple(item * n), *(((),) if self.min_len == 0 and n else ()))
+
+    def counterexamples(self) -> tuple[Any, ...]:
+        out: list[Any] = [5, "a"]
+        bad = self.of.counterexamples()[:1]
+        out.append(tuple(bad))
+        if self.min_len > 0:
+            out.append(())
+        return tuple(out)
+
 
 class RealArray(Constraint):
     """A real number or an array-like of real numbers (not bools, not strings), each finite and
@@ -492,14 +642,23 @@ class RealArray(Constraint):
             r = "in " + r
         return "must be a finite number or an array of finite numbers" + (f" {r}" if r else "")
 
+    def examples(self) -> tuple[Any, ...]:
+        return self.item.examples()
+
+    def counterexamples(self) -> tuple[Any, ...]:
+        bad = [v for v in self.item.counterexamples() if isinstance(v, float)]
+        return (*bad, [self.item.examples()[0], math.nan], "x", True)
+
 
 class Predicate(Constraint):
     """A constraint from a predicate: ``Predicate(pred, "must be …", coerce)`` accepts ``v``
     when ``pred(v)`` is true and stores ``coerce(v)`` (default: ``v``) — for rules that none of
     the classes above words well (a Slurm time, a partition name)."""
 
-    def __init__(self, pred: Any, allowed: str, coerce: Any = None, *, doc: str = ""):
+    def __init__(self, pred: Any, allowed: str, coerce: Any = None, *, doc: str = "",
+                 examples: tuple[Any, ...] = (), counterexamples: tuple[Any, ...] = ()):
         self.pred, self.allowed, self._coerce, self.doc = pred, allowed, coerce, doc
+        self._examples, self._counterexamples = tuple(examples), tuple(counterexamples)
 
     def _accepts(self, v: Any) -> bool:
         return bool(self.pred(v))
@@ -509,6 +668,12 @@ class Predicate(Constraint):
 
     def describe(self) -> str:
         return self.allowed
+
+    def examples(self) -> tuple[Any, ...]:
+        return self._examples
+
+    def counterexamples(self) -> tuple[Any, ...]:
+        return self._counterexamples
 
 
 class AnyOf(Constraint):
@@ -527,6 +692,12 @@ class AnyOf(Constraint):
         if self.what:
             return f"must be {self.what}"
         return "must be " + " or ".join(c.summary() for c in self.cs)
+
+    def examples(self) -> tuple[Any, ...]:
+        return tuple(v for c in self.cs for v in c.examples())
+
+    def counterexamples(self) -> tuple[Any, ...]:
+        return tuple(v for c in self.cs for v in c.counterexamples())
 
 
 # --------------------------------------------------------------------------- tables

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import attnsignal as asg
-from attnsignal.config import METHODS, ConfigError
+from attnsignal.config import ConfigError
 from attnsignal.baselines import method_names
 from attnsignal.sweep import SweepSpec, load_sweep, run_sweep
 
@@ -19,8 +19,10 @@ SPEC = {
 }
 
 
-def test_run_config_methods_are_attention_and_the_registry():
-    assert METHODS == ("sga", *method_names())
+def test_a_sweep_accepts_attention_and_every_registered_method():
+    for method in ("sga", *method_names()):
+        spec = {**SPEC, "grid": {}, "sweep": {**SPEC["sweep"], "method": method}}
+        assert SweepSpec.from_dict(spec).points()[0].run.method == method
 
 
 def test_method_axis_runs_each_baseline_as_a_direct_call(tmp_path):
@@ -40,5 +42,6 @@ def test_method_axis_runs_each_baseline_as_a_direct_call(tmp_path):
 
 def test_unknown_method_in_the_grid_is_rejected_up_front():
     bad = {**SPEC, "grid": {"sweep.method": ["mean", "median"]}}
-    with pytest.raises(ConfigError, match="grid.sweep.method"):
+    with pytest.raises(ConfigError, match=r"^grid\.sweep\.method: must be 'sga' or a baseline "
+                                          r"method: 'mean', .*; got 'median'$"):
         SweepSpec.from_dict(bad).points()

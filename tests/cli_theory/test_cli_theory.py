@@ -229,3 +229,37 @@ def test_landscape_shows_a_progress_bar_unless_quiet(tmp_path, capsys):
     assert "landscape" in loud.err and "2/2" in loud.err and "eta" in loud.err, loud.err  # method + fixed points
     assert main([*args, "--quiet"]) == 0
     assert "2/2" not in capsys.readouterr().err
+
+
+def _flag_help(command: str, name: str) -> str:
+    import typer
+
+    from attnsignal.cli import _register, app
+
+    _register()
+    cmd = typer.main.get_command(app).commands[command]
+    return next(p.help for p in cmd.params if p.name == name)
+
+
+def test_the_beta_help_states_the_exact_quadratures_limit_from_its_constant():
+    from attnsignal.theory.exact import MAX_BETA
+
+    assert f"βσ <= {MAX_BETA:g}, by Monte Carlo above" in _flag_help("ode", "beta")
+    assert f"method 'exact' needs βσ <= {MAX_BETA:g}" in _flag_help("landscape", "beta")
+
+
+def test_ode_beyond_the_exact_quadrature_says_its_fixed_points_are_monte_carlo(tmp_path,
+                                                                               capsys):
+    from attnsignal.theory.exact import MAX_BETA
+
+    beta = MAX_BETA + 1.0  # σ = 1: βσ just past the exact quadrature
+    model = ModelConfig(d=10, n_informative=4, n_nuisance=12, theta=1.0, beta=beta)
+    rc = main(["ode", *MODEL_ARGS, "--beta", f"{beta:g}", *STEP_ARGS, "--rho0", "0.1",
+               "--no-plot", "--quiet", "--out", str(tmp_path / "ode")])
+    captured = capsys.readouterr()
+    assert rc == 0
+    assert "fixed points (Monte-Carlo Φ')" in captured.out
+    assert "exact Φ'" not in captured.out
+    assert f"βσ = {beta:g} > {MAX_BETA:g}" in captured.err
+    _check_fixed_points(captured.out, model)  # those of the Monte-Carlo Φ' (the default here)
+    assert fixed_points(model) == fixed_points(model, "mc")

@@ -13,7 +13,8 @@ import pytest
 
 import attnsignal as asg
 from attnsignal.schedules import (
-    ConstantStep, PiecewiseStep, Schedule, StepSize, TabulatedStep, ode_time, schedule_from_dict,
+    SCHEDULES, ConstantStep, PiecewiseStep, Schedule, StepSize, TabulatedStep, ode_time,
+    schedule_from_dict,
     step_at_time, step_sizes,
 )
 from attnsignal.validation import Real
@@ -146,8 +147,12 @@ def test_a_table_without_kind_is_the_power_family():
     assert asg.StepSize is StepSize and asg.config.StepSize is StepSize
 
 
+#: a kind no family is registered under, however many there are
+UNKNOWN_KIND = "not_" + "_".join(SCHEDULES)
+
+
 @pytest.mark.parametrize("table, field", [
-    ({"kind": "cosine", "eta0": 0.1}, "step.kind"),
+    ({"kind": UNKNOWN_KIND, "eta0": 0.1}, "step.kind"),
     ({"kind": "constant", "eta0": 0.1, "power": 1.0}, "step.power"),
     ({"kind": "constant"}, "step.eta0"),
     ({"kind": "constant", "eta0": -1.0}, "step.eta0"),

@@ -93,12 +93,24 @@ def test_capabilities_decide_whether_q_exists(engine):
             asg.simulate(MODEL, STEP, steps=2, runs=2, engine=engine, record_q=True)
 
 
-def test_run_config_accepts_exactly_the_registered_engines():
+def test_an_engine_name_is_checked_by_the_config_and_resolved_by_the_registry():
     for name in engine_names():
         assert asg.RunConfig(steps=1, engine=name).engine == name
-    with pytest.raises(ConfigError, match=r"^engine: must be one of 'literal', 'projected', "
-                                          r"'chain'.*; got 'fast'$"):
-        asg.RunConfig(steps=1, engine="fast")
+    assert asg.RunConfig(steps=1, engine="fast").engine == "fast"  # a name; not resolved here
+    with pytest.raises(ConfigError, match=r"^engine: must be an engine name \(letters"):
+        asg.RunConfig(steps=1, engine="no such engine")
+    listed = r"^engine: must be one of 'literal', 'projected', 'chain'.*; got 'fast'$"
+    with pytest.raises(ConfigError, match=listed):
+        asg.simulate(MODEL, STEP, steps=1, engine="fast")
+    from attnsignal.sweep import SweepSpec
+
+    spec = {"sweep": {"steps": 1, "engine": "fast"}, "model": MODEL.to_dict(),
+            "step": STEP.to_dict()}
+    with pytest.raises(ConfigError, match=listed.replace("^engine", "^sweep.engine")):
+        SweepSpec.from_dict(spec)
+    spec["grid"] = {"sweep.engine": ["chain", "fast"]}
+    with pytest.raises(ConfigError, match=listed.replace("^engine", "^grid.sweep.engine")):
+        SweepSpec.from_dict(spec)
 
 
 class _Frozen(Engine):
@@ -125,16 +137,3 @@ def test_a_registered_engine_is_usable_by_name(monkeypatch):
     r = asg.simulate(MODEL, STEP, steps=4, runs=3, engine="frozen_for_tests", seed=2)
     assert np.all(r.alignment == r.alignment[:, :1]) and r.engine == "frozen_for_tests"
     assert asg.RunConfig(steps=1, engine="frozen_for_tests").engine == "frozen_for_tests"
-
-
-@pytest.mark.parametrize("engine", ["chain", "projected"])
-def test_exact_engines_refuse_a_model_variant_they_do_not_implement(engine):
-    """The exact engines list the variants their kernel implements; anything else (here a
-    signal_sign value they do not know, as a new ModelConfig value would be) is refused by
-    check, before work, with one line."""
-    model = asg.ModelConfig(d=5, n_informative=1, n_nuisance=2, theta=1.0)
-    object.__setattr__(model, "signal_sign", "per_token")  # a value the config may one day allow
-    run = asg.RunConfig(steps=1, engine=engine)
-    with pytest.raises(ConfigError, match=rf"^signal_sign: the '{engine}' engine supports "
-                                          r"'fixed', 'random'; got 'per_token'$"):
-        get_engine(engine).check(model, run)

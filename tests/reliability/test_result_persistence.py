@@ -214,19 +214,93 @@ def test_a_manifest_of_another_result_is_refused(pair, tmp_path):
     for f in man_b["files"].values():
         (tmp_path / "b" / f["name"]).write_bytes((tmp_path / "a" / f["name"]).read_bytes())
     (tmp_path / "b" / "manifest.json").write_text(json.dumps(man_b))
-    _expect_error(tmp_path / "b", "result.", "frame must hold each of the manifest's 4 runs")
+    _expect_error(tmp_path / "b", "manifest.json", "run_ids name 4 runs; result.")
 
 
-def test_a_format_1_directory_still_loads_and_damage_is_one_line(pair, tmp_path):
-    a, _ = pair
-    out = tmp_path / "old"
+def _edit_manifest(out, **changes) -> None:
+    man = _manifest(out)
+    man.update(changes)
+    (out / "manifest.json").write_text(json.dumps(man))
+
+
+def test_permuted_run_ids_are_refused_not_used_to_relabel_the_rows(saved):
+    """The hand edit of the issue: run_ids [0, 1, 2] -> [2, 0, 1] (every run still there)."""
+    assert _manifest(saved)["run_ids"] == [0, 1, 2]
+    _edit_manifest(saved, run_ids=[2, 0, 1])
+    _expect_error(saved, "manifest.json", "run_ids [2, 0, 1] do not match result.")
+
+
+def test_renumbered_or_miscounted_run_ids_are_refused(saved):
+    _edit_manifest(saved, run_ids=[0, 1, 5])
+    _expect_error(saved, "manifest.json", "run_ids [0, 1, 5] do not match result.")
+    _edit_manifest(saved, run_ids=[0, 1], diverged_step=[-1, -1])
+    _expect_error(saved, "manifest.json", "run_ids name 2 runs; result.")
+
+
+def test_has_q_final_without_its_file_is_refused(pair, tmp_path):
+    """The other hand edit of the issue: a result saved without queries, then
+    ``has_q_final: true``."""
+    res = asg.simulate(MODEL, STEP, steps=30, runs=3, engine="chain", seed=1, record_every=3)
+    assert res.q_final is None
+    res.save(tmp_path / "r")
+    _edit_manifest(tmp_path / "r", has_q_final=True)
+    _expect_error(tmp_path / "r", "manifest.json", "has_q_final is true, but the manifest names "
+                                                   "no q_final file")
+
+
+def test_a_query_file_that_has_q_denies_is_refused(saved):
+    _edit_manifest(saved, has_q_records=False)
+    _expect_error(saved, "manifest.json", "has_q_records is false, but the manifest names a "
+                                          "q_records file")
+
+
+def test_queries_of_the_wrong_shape_are_refused(pair, tmp_path):
+    """Each file matches its own checksum, but not the manifest's runs."""
+    a, b = pair
+    a.save(tmp_path / "a")
+    b.save(tmp_path / "b")
+    man_a, man_b = _manifest(tmp_path / "a"), _manifest(tmp_path / "b")
+    man_a["files"]["q_final"] = man_b["files"]["q_final"]
+    name = man_b["files"]["q_final"]["name"]
+    (tmp_path / "a" / name).write_bytes((tmp_path / "b" / name).read_bytes())
+    (tmp_path / "a" / "manifest.json").write_text(json.dumps(man_a))
+    _expect_error(tmp_path / "a", "manifest.json", "q_final has shape (4, 5); the manifest's")
+
+
+def test_a_corrupted_data_file_under_a_valid_manifest_is_refused(saved):
+    """A data file replaced by other valid bytes (the same frame, a value changed): its
+    checksum no longer matches."""
+    name = _manifest(saved)["files"]["frame"]["name"]
+    frame = pd.read_parquet(saved / name)
+    frame.loc[0, "alignment"] += 1e-12
+    frame.to_parquet(saved / name, index=False)
+    _expect_error(saved, name, "sha256 differs from manifest.json")
+
+
+def _format_1_directory(a: asg.Result, out):
+    """``a`` saved as the older format wrote it: fixed names, no checksums."""
     out.mkdir()
-    man = a.manifest()
-    man["format"] = "attnsignal.result/1"
+    man = {**a.manifest(), "format": "attnsignal.result/1"}
     (out / "manifest.json").write_text(json.dumps(man))
     a.to_frame().to_parquet(out / "result.parquet", index=False)
     np.save(out / "q_final.npy", a.q_final)
     np.save(out / "q_records.npy", a.q_records)
+    return out, man
+
+
+def test_a_format_1_directory_is_checked_for_rows_and_ids(pair, tmp_path):
+    """Old manifests have no checksums: they load with the row, id and shape checks only."""
+    out, man = _format_1_directory(pair[0], tmp_path / "old")
+    (out / "manifest.json").write_text(json.dumps({**man, "run_ids": [2, 0, 1]}))
+    _expect_error(out, "manifest.json", "run_ids [2, 0, 1] do not match result.parquet")
+    (out / "q_final.npy").unlink()
+    (out / "manifest.json").write_text(json.dumps(man))
+    _expect_error(out, "q_final.npy", "missing (named by manifest.json)")
+
+
+def test_a_format_1_directory_still_loads_and_damage_is_one_line(pair, tmp_path):
+    a, _ = pair
+    out, _ = _format_1_directory(a, tmp_path / "old")
     assert _same(asg.Result.load(out), a)
     data = bytearray((out / "result.parquet").read_bytes())
     data[4:40] = b"\xff" * 36

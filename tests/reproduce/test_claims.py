@@ -1,89 +1,59 @@
 """Each experiment's claims are a pure function of its plan section and typed measurements:
-they must fail on a violation, and only that claim may fail."""
+they must fail on a violation, and only that claim may fail.
 
-from dataclasses import fields, replace
+Every registered experiment supplies measurements under which its claims hold
+(``Experiment.example_measurements``); the tests start from those, for every experiment in
+the registry, and move one number at a time."""
+
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
-from attnsignal.claims import check_claims, claims_failed, claims_table_markdown
-from attnsignal.config import ModelConfig
-from attnsignal.reproduce import Plan
-from attnsignal.reproduce.e1_headline import E1, E1Measurements
-from attnsignal.reproduce.e2_robustness import E2, E2Measurements
-from attnsignal.reproduce.e3_filtering import E3, E3Measurements
-from attnsignal.reproduce.e4_landscape import E4, E4Measurements
-from attnsignal.reproduce.e5_tracking import E5, E5Measurements
-from attnsignal.reproduce.e6_baselines import E6Measurements
+from attnsignal.claims import claims_failed, claims_table_markdown
+from attnsignal.reproduce import EXPERIMENTS, Plan, check_claims, get_experiment
+from attnsignal.reproduce.e1_headline import E1
+
+PLANS = [Plan.full(), Plan.quick()]
 
 
-def measurements(cls, **numbers):
-    """A measurements object with the given numbers; its data fields (arrays, results) are
-    not read by the claims and stay None."""
-    data = {f.name: None for f in fields(cls) if f.metadata.get("data")}
-    return cls(**numbers, **data)
-
-
-def good() -> dict:
-    e1 = dict(seed=2606, runs=30, mean_final_abs=0.9971, sd_final_abs=0.001, min_final_abs=0.995,
-              fraction_plus=0.5, ode_gap=0.05, d1000_ode_gap=0.3, measured_samples_d100=60_000.0,
-              measured_samples_d1000=float("nan"), d1000_mean_final_abs=0.9,
-              d1000_sd_final_abs=0.01, d1000_min_final_abs=0.88, d1000_fraction_plus=0.5,
-              pred_samples_d100=50_000.0, pred_samples_d1000=900_000.0, literal_seed=2607,
-              literal_mean_abs=0.2, chain_check_seed=2608, chain_check_runs=200,
-              chain_check_mean_abs=0.2, literal_z=0.7, literal_seconds_per_sample=0.02,
-              chain_seconds_per_sample=2e-4, ode_gap_se=0.01, d1000_ode_gap_se=0.005,
-              effective_gap=0.012, effective_gap_se=0.006, effective_excess=-0.006,
-              d1000_effective_gap=0.006, d1000_effective_gap_se=0.003,
-              d1000_effective_excess=-0.003, effective_seconds=10.0,
-              d1000_effective_seconds=5.0)
-    return {
-        "E1": e1,
-        "E2": dict(seed=2626, weak_mean_final_abs=0.993, min_mean_final_abs=0.992),
-        "E3": dict(seed=2636, mass_weak=0.061, mass_weak_predicted=0.0605, mass_dense=0.97,
-                   max_nuisance_dense=1e-4, dense_theta=3.0, dense_density=4.0,
-                   weak_final_abs=0.997),
-        "E4": dict(seed=2646, boundary_seed=2647, stable_interior=0, monotone_configs=12,
-                   configs=12, fraction_plus=0.86, fraction_predicted=0.86, p_uniform=0.865,
-                   p_uniform_se=0.02, sign_agreement=0.98, runs=400, boundary=[], rstar=-0.15),
-        "E5": dict(seed=2656, sa_seed=2657, gaps=[0.08, 0.04], gap_shrinks=True,
-                   smallest_gap=0.04, window_first=0.1, window_last=0.05, steps_to_T=[100, 200],
-                   effective_gaps=[0.005, 0.004], effective_gap_se=[0.003, 0.003],
-                   effective_excess=[-0.002, -0.004], ode_excess=[0.07, 0.03]),
-        # E6 reports measurements only: it has no claims
-        "E6": dict(seed=2666, dims=(100, 1000), table=[], verdict="(not read by the claims)"),
-    }
-
-
-CLASSES = {"E1": E1Measurements, "E2": E2Measurements, "E3": E3Measurements,
-           "E4": E4Measurements, "E5": E5Measurements, "E6": E6Measurements}
-WEAK = ModelConfig(d=100, n_informative=500, n_nuisance=10_000, theta=0.25)
-
-
-def build(changes: dict | None = None) -> dict:
+def build(plan: Plan, changes: dict | None = None) -> dict:
+    """Every registered experiment's example measurements, with ``changes[name]`` applied."""
     out = {}
-    for name, nums in good().items():
-        nums = {**nums, **(changes or {}).get(name, {})}
-        m = measurements(CLASSES[name], **nums)
-        if name == "E3":
-            m = replace(m, weak_model=WEAK)
-        out[name] = m
+    for exp in EXPERIMENTS:
+        m = exp.example_measurements(plan.section(exp))
+        out[exp.name] = replace(m, **(changes or {}).get(exp.name, {}))
     return out
 
 
-def test_all_claims_hold_on_good_measurements():
-    rows = check_claims(Plan.full(), build())
-    assert len(rows) == 7
+@pytest.mark.parametrize("plan", PLANS, ids=lambda p: p.mode)
+def test_every_experiments_example_passes_its_claims(plan):
+    rows = check_claims(plan, build(plan))
     assert claims_failed(rows) == []
-    assert [r.verdict for r in rows].count("PASS") == 6
-    assert rows[3].verdict.startswith("holds only when")
+    assert len(rows) == sum(len(e.claims(plan.section(e), e.example_measurements(
+        plan.section(e)))) for e in EXPERIMENTS)
     # the checks of this implementation come last, each marked so in its row
-    assert all(r.implementation_check for r in rows[-2:])
-    assert not any(r.implementation_check for r in rows[:-2])
-    for r in rows[-2:]:
-        assert r.claim.startswith("Check of this implementation (not a claim of the paper)")
+    flags = [r.implementation_check for r in rows]
+    assert flags == sorted(flags)
+    for r in rows:
+        assert r.tolerance and r.measured and r.claim
+        assert r.claim.startswith("Check of this implementation (not a claim of the paper)") \
+            == r.implementation_check
     md = claims_table_markdown(rows)
-    assert md.count("\n") == 8 and "PASS" in md
+    assert md.count("\n") == len(rows) + 1
+
+
+def test_the_paper_claims_of_the_full_plan():
+    rows = check_claims(Plan.full(), build(Plan.full()))
+    verdicts = [r.verdict for r in rows]
+    assert verdicts.count("PASS") == len(rows) - 1
+    assert any(v.startswith("holds only when") for v in verdicts)  # E3: filtering
+
+
+def test_only_the_experiments_asked_for_are_checked():
+    plan = Plan.full()
+    rows = check_claims(plan, build(plan), [E1])
+    assert len(rows) == len(E1.claims(plan.section(E1), build(plan)["E1"])) and rows
 
 
 @pytest.mark.parametrize(
@@ -91,38 +61,40 @@ def test_all_claims_hold_on_good_measurements():
     [
         ("E1", "mean_final_abs", 0.95, 1),
         ("E1", "min_final_abs", 0.5, 0),
-        ("E2", "weak_mean_final_abs", 0.8, 2),
-        ("E2", "min_mean_final_abs", 0.3, 2),
-        ("E3", "mass_dense", 0.2, 3),
-        ("E3", "max_nuisance_dense", 0.3, 3),
-        ("E3", "mass_weak", 0.5, 3),
-        ("E4", "stable_interior", 1, 4),
-        ("E1", "literal_z", 6.0, 5),   # the literal spot check disagrees with the chain
-        ("E1", "literal_z", -4.5, 5),
-        ("E1", "d1000_effective_excess", 0.012, 6),  # the effective dynamics misses d = 1000
+        ("E2", "weak_mean_final_abs", 0.8, 0),
+        ("E2", "min_mean_final_abs", 0.3, 0),
+        ("E3", "mass_dense", 0.2, 0),
+        ("E3", "max_nuisance_dense", 0.3, 0),
+        ("E3", "mass_weak", 0.5, 0),
+        ("E4", "stable_interior", 1, 0),
+        ("E1", "literal_z", 6.0, 2),   # the literal spot check disagrees with the chain
+        ("E1", "literal_z", -4.5, 2),
+        ("E1", "d1000_effective_excess", 0.012, 3),  # the effective dynamics misses d = 1000
     ],
 )
 def test_a_violated_claim_fails(name, field, value, which):
-    rows = check_claims(Plan.full(), build({name: {field: value}}))
-    assert rows[which].verdict == "FAIL"
-    assert rows[which] in claims_failed(rows)
-    assert all(r.verdict != "FAIL" for i, r in enumerate(rows) if i != which)
+    """``which`` is the claim's place among its experiment's claims."""
+    plan = Plan.full()
+    exp = get_experiment(name)
+    meas = build(plan, {name: {field: value}})
+    own = exp.claims(plan.section(exp), meas[name])
+    assert own[which].verdict == "FAIL" and own[which].failed
+    rows = check_claims(plan, meas)
+    # check_claims links each row to its experiment's section (its evidence)
+    assert claims_failed(rows) == [replace(own[which], evidence=name)]
 
 
 def test_quick_tolerances_are_looser_but_still_fail_real_violations():
     full, quick = Plan.full(), Plan.quick()
     assert quick.section(E1).mean_final_abs < full.section(E1).mean_final_abs
-    rows = check_claims(quick, build({"E1": {"mean_final_abs": 0.985}}))
-    assert rows[1].verdict == "PASS"
-    assert check_claims(full, build({"E1": {"mean_final_abs": 0.985}}))[1].verdict == "FAIL"
-    rows = check_claims(quick, build({"E1": {"mean_final_abs": 0.9}}))
-    assert rows[1].verdict == "FAIL"
 
+    def headline(plan, value):
+        m = build(plan, {"E1": {"mean_final_abs": value}})["E1"]
+        return E1.claims(plan.section(E1), m)[1].verdict
 
-def test_every_claim_states_its_tolerance_in_both_modes():
-    for plan in (Plan.full(), Plan.quick()):
-        for r in check_claims(plan, build()):
-            assert r.tolerance and r.measured and r.claim
+    assert headline(quick, 0.985) == "PASS"
+    assert headline(full, 0.985) == "FAIL"
+    assert headline(quick, 0.9) == "FAIL"
 
 
 def _effective_check(plan, sim, se, pred):
@@ -132,8 +104,8 @@ def _effective_check(plan, sim, se, pred):
 
     p = plan.section(E1)
     g = mean_gap(sim, se, np.arange(sim.size), pred, z=p.effective_se)
-    m = build({"E1": {"d1000_effective_gap": g.gap, "d1000_effective_gap_se": g.se,
-                      "d1000_effective_excess": g.excess}})
+    m = build(plan, {"E1": {"d1000_effective_gap": g.gap, "d1000_effective_gap_se": g.se,
+                            "d1000_effective_excess": g.excess}})
     rows = check_claims(plan, m)
     row = next(r for r in rows if "effective dynamics tracks" in r.claim)
     assert f"d = {p.big_d}" in row.claim and "not a claim of the paper" in row.claim

@@ -12,8 +12,9 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from attnsignal.claims import QUICK_PREFIX
 from attnsignal.config import ModelConfig, StepSize
-from attnsignal.reproduce import Plan, reproduce
+from attnsignal.reproduce import Plan, experiment_names, reproduce
 from attnsignal.reproduce.e1_headline import E1
 from attnsignal.reproduce.e2_robustness import E2
 from attnsignal.reproduce.e3_filtering import E3
@@ -33,7 +34,7 @@ SECTIONS = [
 ]
 FIGURES = ["e1_headline", "e2_robustness", "e3_filtering", "e4_landscape", "e4_basins",
            "e5_tracking", "e5_sa_diagnostics", "e6_baselines"]
-VERDICT = re.compile(r"^(PASS|FAIL|holds only when .+)$")
+VERDICT = re.compile(r"^((proxy )?(PASS|FAIL)|holds only when .+)$")
 
 
 def tiny_plan(seed: int = 7) -> Plan:
@@ -82,7 +83,12 @@ def test_reduced_reproduction_writes_every_section_and_figure(reduced):
         assert f"figures/{f}.png" in md
     html = (out / "report.html").read_text()
     # self-contained: every figure embedded, no link to a PNG on disk
-    assert html.count("data:image/png;base64,") == len(FIGURES)
+    assert html.count("data:image/png;base64,") == len(set(re.findall(r"figures/[\w.-]+\.png",
+                                                                     md))) >= len(FIGURES)
+    # offline: no script, style sheet or font from the network; KaTeX and its fonts inlined
+    assert not re.search(r"<(script|link)[^>]+(src|href)=['\"](https?:)?//", html)
+    assert "katex" in html and html.count("data:font/woff2;base64,") >= 10
+    assert "vendor/" not in html and "url(fonts/" not in html
     first = re.split(r"['\"]", html.split("data:image/png;base64,", 1)[1], maxsplit=1)[0]
     assert base64.b64decode(first)[:8] == b"\x89PNG\r\n\x1a\n"
     assert not re.search(r"src=['\"]figures/", html)
@@ -107,7 +113,7 @@ def test_each_section_reports_what_the_paper_asks_for(reduced):
     assert "steps to 0.99" in e2 and "runs reaching 0.99" in e2
     assert e2.count("\n| 0.25 |") == 2 and e2.count("\n| 1 |") == 2  # θ × N/R cells
     e3 = next(v for k, v in sec.items() if k.startswith("E3"))
-    assert "alignment → 1 does not imply filtering" in e3 and "p(|ρ|)" in e3
+    assert "alignment → 1 does not imply filtering" in e3 and "p(\\|ρ\\|)" in e3
     e4 = next(v for k, v in sec.items() if k.startswith("E4"))
     assert "Fraction at +ξ" in e4 and "the ODE basins predict" in e4
     e5 = next(v for k, v in sec.items() if k.startswith("E5"))
@@ -119,7 +125,10 @@ def test_each_section_reports_what_the_paper_asks_for(reduced):
     for k in ("effective_gap", "d1000_effective_gap", "d1000_effective_excess", "ode_gap_se"):
         assert 0.0 <= abs(meas["E1"][k]) < 1.0, k
     e6 = next(v for k, v in sec.items() if k.startswith("E6"))
-    assert "samples (measured)" in e6 and "× oracle (theory)" in e6
+    assert "samples to 0.99: measured / theory" in e6 and "× oracle at 0.9965" in e6
+    # one row per (d, sign, method), the sign-blind PCA and Oja once per dimension: 2 × 8
+    e6_rows = [ln for ln in e6.splitlines() if re.match(r"\| (20|60) \|", ln)]
+    assert len(e6_rows) == 16 and sum("| either |" in ln for ln in e6_rows) == 4
     assert "not a claim of the paper" in e6  # the verdict
     rows = meas["E6"]["table"]  # 2 dimensions × 2 signs × 5 methods × 2 targets
     assert len(rows) == 40 and {r["method"] for r in rows} == {"sga", "mean", "pca", "oja",
@@ -135,17 +144,25 @@ def test_each_section_reports_what_the_paper_asks_for(reduced):
 def test_claims_table_parses_and_matches_claims_json(reduced):
     out, res = reduced
     rows = _claims_rows((out / "report.md").read_text())
-    # five claims of the paper, the literal spot check and the effective-dynamics check
-    assert len(rows) == 7
-    assert all(r[0].startswith("Check of this implementation (not a claim of the paper)")
-               for r in rows[-2:])
-    assert "effective dynamics tracks the simulated mean |ρ|" in rows[-1][0].replace("\\|", "|")
-    assert "d = 60" in rows[-1][0] and "+ 3 SE at every record" in rows[-1][2]
+    # the claims of the paper, then the checks of this implementation (E1's literal spot
+    # check and effective-dynamics check among them)
+    assert len(rows) == len(res.claims) >= 7
+    # quick mode: every row says it is a proxy, at its own tolerance, and links its evidence
+    assert all(r[0].startswith(QUICK_PREFIX) and r[3] != "PASS" for r in rows)
+    assert all(re.search(r"\(\[E\d+\]\(#e\d+\)\)$", r[0]) for r in rows)
+    checks = [r[0][len(QUICK_PREFIX):].startswith("check of this implementation (not a claim "
+                                                  "of the paper)") for r in rows]
+    assert checks == sorted(checks) and sum(checks) >= 2
+    eff = next(r for r in rows
+               if "effective dynamics tracks the simulated mean |ρ|" in r[0].replace("\\|", "|"))
+    assert "d = 60" in eff[0] and "+ 3 SE at every record" in eff[2]
     for claim, measured, tolerance, verdict in rows:
         assert claim and measured and tolerance
         assert VERDICT.match(verdict), verdict
     data = json.loads((out / "claims.json").read_text())
-    assert [d["verdict"] for d in data] == [r[3] for r in rows]
+    assert [d["verdict"] for d in data] == [r[3].removeprefix("proxy ") for r in rows]
+    assert [d["evidence"] for d in data] == [re.search(r"\[(E\d)\]", r[0]).group(1)
+                                            for r in rows]
     assert [d["failed"] for d in data] == [c.failed for c in res.claims]
     meas = json.loads((out / "measurements.json").read_text())
     assert meas["E1"]["runs"] == 4 and 0.0 <= meas["E1"]["mean_final_abs"] <= 1.0
@@ -193,6 +210,41 @@ def test_a_second_run_resumes_from_the_stores(reduced, tmp_path):
     assert all(e["worker_seconds"] == 0 for name, e in prof.items() if name != "E1")
     assert prof["E1"]["tasks"] == 1
     assert res.profile["experiments"]["E1"]["tasks"] > 1
+
+
+def test_a_run_after_a_kill_resumes_and_leaves_no_temporary_file(reduced, tmp_path):
+    """What a SIGKILL leaves (no report or claims yet, a sweep short of a shard, a figure
+    missing, temporaries of atomic writes in every directory, the workers' profile records);
+    the next run resumes to the same claims and leaves only its results."""
+    import shutil
+
+    from attnsignal.persistence import TEMPORARY_NAME
+
+    src, res = reduced
+    out = tmp_path / "killed"
+    shutil.copytree(src, out)
+    for name in ("report.md", "report.html", "claims.json", "figures/e6_baselines.pdf"):
+        (out / name).unlink()
+    store = next((out / "data").glob("E2-*"))
+    shard = sorted((store / "shards").glob("*.parquet"))[0]
+    shard.unlink()
+    planted = [out / ".claims.json.k1ll3d00.tmp", out / "figures" / ".e1_headline.pdf.a1b2c3d4.tmp",
+               out / "figures" / ".e6_baselines.pdf.zz_99zz9.tmp",
+               out / "data" / ".E2.parquet.q9q9q9q9.tmp", store / f".sweep.json.abcd1234.tmp",
+               store / "shards" / f".{shard.name}.x1x1x1x1.tmp", out / ".profile" / "worker-1.json"]
+    for p in planted:
+        p.parent.mkdir(exist_ok=True)
+        p.write_bytes(b"partial")
+    (out / "figures" / "my-notes.txt").write_text("the user's own file")
+
+    again = reproduce(out, plan=tiny_plan(), progress=False, log=lambda s: None)
+    assert [(c.measured, c.verdict) for c in again.claims] == [(c.measured, c.verdict)
+                                                              for c in res.claims]
+    assert again.profile["experiments"]["E2"]["tasks"] == 1  # only the lost shard
+    assert shard.is_file() and (out / "figures" / "e6_baselines.pdf").is_file()
+    assert [p for p in out.rglob("*") if TEMPORARY_NAME.match(p.name) or p.suffix == ".tmp"] == []
+    assert not (out / ".profile").exists()
+    assert (out / "figures" / "my-notes.txt").read_text() == "the user's own file"
 
 
 def test_cli_exits_1_when_a_claim_fails(monkeypatch, tmp_path):
@@ -251,21 +303,29 @@ def test_sweeps_get_the_executor_options(monkeypatch, tmp_path):
     assert got == [(pool, None, None), ("dask", "tcp://h:8786", None)]
 
 
-def test_every_result_records_the_seed_it_ran_with(reduced):
-    """E4 and E5 once recorded seed 0 while their sweeps ran with plan.seed + 40 / + 50."""
+def test_every_stream_is_keyed_by_its_experiment_and_purpose(reduced):
+    """Every sweep of the reproduction runs with the plan's seed and its own spawn key
+    ``(experiment, purpose, ...)``; the results record both; no two sweeps share a key."""
+    from attnsignal.seeds import spawn_key
+
     out, res = reduced
     m = res.measurements
     assert m["E1"].headline.run.seed == m["E1"].big.run.seed == m["E1"].seed == 7
-    assert (m["E1"].literal_seed, m["E1"].chain_check_seed) == (8, 9)
-    assert m["E2"].seed == 27 and m["E3"].seed == 37
-    assert (m["E4"].seed, m["E4"].boundary_seed) == (47, 48)
-    assert (m["E5"].seed, m["E5"].sa_seed) == (57, 58)
+    assert m["E1"].headline.run.spawn_key == spawn_key("E1", "runs", 20)
+    assert m["E1"].big.run.spawn_key == spawn_key("E1", "runs", 60)
+    keys = {}
+    for manifest in (out / "data").glob("*/sweep.json"):
+        sweep = json.loads(manifest.read_text())["spec"]["sweep"]
+        assert sweep["seed"] == 7, manifest
+        key = tuple(sweep["spawn_key"])
+        assert key not in keys, (manifest, keys.get(key))
+        keys[key] = manifest.parent.name
+    expected = {("E1", "runs", 20), ("E1", "runs", 60), ("E2", "runs"), ("E3", "runs"),
+                ("E4", "uniform"), ("E4", "boundary"), ("E5", "runs", 0), ("E5", "runs", 1),
+                ("E5", "sa"), ("E6", "attention")}
+    assert {spawn_key(*k) for k in expected} <= set(keys)
     stored = json.loads((out / "measurements.json").read_text())
-    assert stored["E4"]["seed"] == 47 and stored["E5"]["sa_seed"] == 58
-    # the seeds the sweep stores were planned with are the ones recorded
-    for name, seed in (("E4", 47), ("E5_sa", 58), ("E2", 27)):
-        manifest = next((out / "data").glob(f"{name}-*/sweep.json"))
-        assert json.loads(manifest.read_text())["spec"]["sweep"]["seed"] == seed
+    assert all(stored[name]["seed"] == 7 for name in ("E1", "E2", "E3", "E4", "E5", "E6"))
 
 
 def test_profile_accounts_for_every_experiment(reduced):
@@ -274,7 +334,7 @@ def test_profile_accounts_for_every_experiment(reduced):
     out, res = reduced
     assert (out / "profile.json").is_file()  # (a later test's resumed run rewrites it)
     prof = res.profile
-    assert set(prof["experiments"]) == {"E1", "E2", "E3", "E4", "E5", "E6"}
+    assert set(prof["experiments"]) == set(experiment_names())
     for e in prof["experiments"].values():
         assert 0 <= e["start"] <= e["end"] <= prof["total_wall"] + 1e-6
         assert e["tasks"] >= 1 and e["worker_seconds"] > 0
@@ -303,6 +363,7 @@ def test_a_bad_plan_fails_with_one_line_naming_the_field(make, field):
 
 
 def test_registry_plans_are_valid_and_dependencies_come_first():
+    from attnsignal.config import ConfigError
     from attnsignal.reproduce import EXPERIMENTS, get_experiment
 
     seen = set()
@@ -313,7 +374,7 @@ def test_registry_plans_are_valid_and_dependencies_come_first():
         seen.add(exp.name)
     assert Plan.quick().section(E3).runs < Plan.full().section(E3).runs
     assert Plan.full().section(E5).schedule.k0 == 100.0  # a schedule object, not loose fields
-    with pytest.raises(KeyError):
+    with pytest.raises(ConfigError, match=r"^experiment: must be one of 'E1', .*; got 'E0'$"):
         get_experiment("E0")
 
 
@@ -329,16 +390,12 @@ def test_a_plan_whose_sizes_an_experiment_would_refuse_is_refused_when_built():
     assert full.section(E6).pca_big_runs > 0 and full.section(E1).big_d == 1000
 
 
-def test_e1_sweeps_both_dimensions_at_once_unless_their_runs_differ(reduced):
-    """As many runs at both dimensions: one sweep over d = 100 and 1000; fewer at d = 1000
-    (both plans): a sweep of its own — and the reduced reproduction got them. The runs at
-    d = 100 are grid point 0 either way (the paper's 30 runs keep their seeds)."""
+def test_e1_sweeps_each_dimension_with_its_own_runs(reduced):
     from attnsignal.reproduce.e1_headline import sweep_groups
 
     full, quick = Plan.full().section(E1), Plan.quick().section(E1)
-    assert sweep_groups(replace(full, big_runs=30)) == {"E1": (30, [100, 1000])}
-    assert sweep_groups(full) == {"E1": (30, [100]), "E1_big": (10, [1000])}
-    assert sweep_groups(quick) == {"E1": (6, [100]), "E1_big": (4, [1000])}
+    assert sweep_groups(full) == {"E1": (30, 100), "E1_big": (10, 1000)}
+    assert sweep_groups(quick) == {"E1": (6, 100), "E1_big": (4, 1000)}
     _, res = reduced
     m = res.measurements["E1"]
     assert (m.headline.alignment.shape[0], m.big.alignment.shape[0]) == (4, 3)
@@ -375,3 +432,79 @@ def test_bad_executor_combinations_fail_before_anything_is_written(argv, field, 
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and err.startswith(f"attnsignal: error: {field}"), err
     assert not (tmp_path / "r").exists()
+
+
+def test_report_is_navigable(reduced):
+    """A sidebar lists every section and figure; every in-page link has its anchor; the
+    claims link to the experiments; long tables fold; math is marked up for the bundled
+    KaTeX (no raw TeX such as ``^{`` or ``\\rho`` outside it); the timings add up."""
+    from attnsignal.reproduce import EXPERIMENTS
+
+    out, res = reduced
+    html = (out / "report.html").read_text()
+    ids = set(re.findall(r"id='([^']+)'", html)) | set(re.findall(r'id="([^"]+)"', html))
+    links = set(re.findall(r"href=['\"]#([^'\"]+)['\"]", html))
+    assert {"claims", "timings"} | {e.name.lower() for e in EXPERIMENTS} <= links
+    assert links <= ids, links - ids
+    toc = html.split("<nav id='toc'>", 1)[1].split("</nav>", 1)[0]
+    assert toc.count("href='#e") >= len(EXPERIMENTS) + len(FIGURES)  # sections and figures
+    text = re.sub(r"<(script|style|code)\b.*?</\1>|<span class=\"arithmatex\">.*?</span>", " ",
+                  html, flags=re.S)
+    text = re.sub(r"<[^>]+>", " ", text)
+    assert not re.search(r"\\[a-zA-Z]{2,}|\^\{|\$", text), \
+        re.search(r".{40}(\\[a-zA-Z]{2,}|\^\{|\$).{40}", text, re.S)
+    assert html.count('class="arithmatex"') > 20
+    # the timings: the shares of the wall time add up to the total
+    md = (out / "report.md").read_text()
+    block = md.split("## Timings", 1)[1]
+    shares = [float(ln.split("|")[-2]) for ln in block.splitlines()
+              if re.match(r"\| E\d+ \|", ln)]
+    total = float(re.search(r"\| all \|.*\| ([\d.]+) \|$", block, re.M).group(1))
+    # each share rounded to 0.1 s: their sum within 0.05 s a row of the total
+    n = len(EXPERIMENTS)
+    assert len(shares) == n and sum(shares) == pytest.approx(total, abs=0.05 * n + 1e-9)
+
+
+def test_only_runs_the_named_experiments_and_those_they_need(reduced, tmp_path):
+    """``only=["E3"]``: E3 and E1 (which it needs) run — resumed from a copy of the reduced
+    reproduction's stores — and the report, the claims and the measurements hold them only."""
+    import shutil
+
+    from attnsignal.reproduce import get_experiment
+
+    out, _ = reduced
+    shutil.copytree(out / "data", tmp_path / "data")
+    res = reproduce(tmp_path, plan=tiny_plan(), only=["E3"], progress=False, log=lambda s: None)
+    assert set(res.measurements) == {"E1", "E3"}
+    plan = tiny_plan()
+    expected = sum(len(e.claims(plan.section(e), res.measurements[e.name]))
+                   for e in map(get_experiment, ("E1", "E3")))
+    assert len(res.claims) == expected
+    md = (tmp_path / "report.md").read_text()
+    heads = [ln[3:] for ln in md.splitlines() if ln.startswith("## ")]
+    assert any(h.startswith("E1") for h in heads) and any(h.startswith("E3") for h in heads)
+    assert not any(h.startswith(("E2", "E4", "E5", "E6")) for h in heads)
+    assert "Experiments run: E1, E3" in md
+    meas = json.loads((tmp_path / "measurements.json").read_text())
+    assert {"E1", "E3"} <= set(meas) and not {"E2", "E4", "E5", "E6"} & set(meas)
+
+
+def test_cli_only_refuses_an_unknown_experiment_and_the_help_lists_them(tmp_path, capsys):
+    import subprocess
+    import sys
+
+    from attnsignal.cli import main
+    from attnsignal.reproduce import EXPERIMENTS
+
+    assert main(["reproduce", "--quick", "--only", "E1,E99", "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("attnsignal: error: only: must be") and "'E1'" in err
+    assert len(err.splitlines()) == 1 and not (tmp_path / "r").exists()
+    assert main(["reproduce", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    for exp in EXPERIMENTS:
+        assert " ".join(exp.title.split()) in text
+    # the root help shows the short help without importing the experiments
+    code = ("import sys; from attnsignal.cli import main; main(['--help']); "
+            "sys.exit('attnsignal.reproduce.registry' in sys.modules)")
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True).returncode == 0

@@ -254,6 +254,45 @@ def test_two_sweeps_cannot_run_in_one_directory(tmp_path):
     assert run_sweep(TINY, out, executor="serial", progress=False).ok
 
 
+@pytest.mark.timeout(300)
+def test_sigterm_stops_the_sweep_with_one_line_saying_how_to_resume(tmp_path):
+    """SIGTERM (scancel, kill) part-way: the workers are stopped, the finished shards kept, one
+    line on stderr says so and how to resume (no traceback, no multiprocessing "leaked
+    semaphore" warning), exit status 128 + 15; the same command then finishes the sweep."""
+    spec_path = tmp_path / "term.toml"
+    spec_path.write_text(KILL_TOML.replace("runs = 6", "runs = 8"))  # 16 tasks of ~0.2 s
+    out = tmp_path / "stopped"
+    cmd = [sys.executable, "-m", "attnsignal", "sweep", str(spec_path), "--out", str(out),
+           "--workers", "2", "--chunk-runs", "1", "--quiet"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while len(list((out / "shards").glob("*.sha256"))) < 2:
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the sweep did not start"
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=120)  # also waits for the resource tracker
+    assert proc.returncode == 128 + signal.SIGTERM, stderr
+    assert stderr.splitlines() == [
+        f"attnsignal: sweep stopped by SIGTERM; finished shards are kept in {out}/ — run the "
+        "same command again to resume"], stderr
+    st = sweep_status(out)
+    assert 2 <= len(st.done) < 16 and not st.complete
+    assert json.loads((out / "sweep.json").read_text())["complete"] is False
+
+    report = run_sweep(spec_path, out, executor="serial", progress=False)  # the resume
+    assert report.ok and report.skipped == len(st.done) and report.computed == 16 - report.skipped
+    assert sweep_status(out).complete and not list(out.rglob("*.tmp"))
+    assert len(load_sweep(out)) == 2 * 8 * 7
+
+
+def test_sweep_store_errors_are_value_errors_like_every_input_error(tmp_path):
+    for call in (load_sweep, sweep_status):
+        with pytest.raises(ValueError, match="not a sweep directory") as info:
+            call(tmp_path / "nothing here")
+        assert isinstance(info.value, SweepStoreError)
+
+
 def test_a_new_package_version_names_new_shards_and_recomputes_them(tmp_path, monkeypatch):
     import attnsignal.sweep.tasks as tasks_mod
 

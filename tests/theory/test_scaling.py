@@ -100,7 +100,12 @@ def test_leading_coefficient_is_two_beta_squared_rho_times_the_fourth_moment():
 @pytest.fixture(scope="module")
 def slice_laws():
     return {s: scaling_law(ModelConfig(d=1000, signal_sign=s, **SLICE), target=0.5, c=0.02,
-                           n_samples=4000, seed=1) for s in ("fixed", "random")}
+                           n_samples=2000, seed=1) for s in ("fixed", "random")}
+
+
+@pytest.fixture(scope="module")
+def random_limit(slice_laws):
+    return slice_laws["random"].limit()
 
 
 def test_step_and_time_scales():
@@ -115,10 +120,10 @@ def test_step_and_time_scales():
     assert prop.step_size(1000) == pytest.approx(prop.step_size(100))  # s is constant on it
 
 
-def test_limit_constants_are_consistent(slice_laws):
+def test_limit_constants_are_consistent(random_limit):
     """The fixed-L limit: λ(c) = c f'(0) − c² k'(0) vanishes at f'/k' (where ρ = 0 turns
     stable); c_escape = f'/(2k') maximises it; the target's critical c is below f'/k'."""
-    lim = slice_laws["random"].limit()
+    lim = random_limit
     assert lim.rate(lim.f1 / lim.k1) == pytest.approx(0.0, abs=1e-12)
     assert lim.c_escape == pytest.approx(0.5 * lim.f1 / lim.k1)
     assert 0 < lim.c_critical <= lim.f1 / lim.k1 * (1 + 1e-3)
@@ -137,16 +142,16 @@ def test_escape_law_of_the_random_sign_is_the_closed_form(slice_laws):
 
 
 def test_law_matches_the_chain_on_a_cheap_slice(slice_laws, chain_simulate):
-    """d = 100 and 1000, 64 runs, both signs: the predicted samples within the measured 95 %
-    bootstrap interval widened by the law's error (Monte-Carlo error of κ, and 5 % for the
-    O(1/d) terms at these small d)."""
+    """d = 100, 64 runs, both signs: the predicted samples within the measured 95 % bootstrap
+    interval widened by the law's error (Monte-Carlo error of κ, and 5 % for the O(1/d) terms
+    at this small d). Larger d, more runs and the other configurations: the benchmark."""
     from attnsignal.measure import measure_samples
 
     for sign, law in slice_laws.items():
-        for d in (100, 1000):
+        for d in (100,):
             pred = law.samples(d)
             ms = measure_samples(law.model_at(d), law.step(d), 0.5, steps=int(3 * pred),
-                                 runs=64, seed=7)
+                                 runs=64, seed=7, n_records=100)
             slack = 0.05 * pred + law.samples_error(d)
             lo, hi = ms.interval
             assert lo - slack <= pred <= hi + slack, (sign, d, pred, ms.samples, ms.interval)
@@ -184,11 +189,11 @@ def test_bad_input_is_one_line():
         scaling_law(m, target=0.5, c=-1.0)
 
 
-def test_the_law_at_large_d_tends_to_the_fixed_L_limit(slice_laws):
+def test_the_law_at_large_d_tends_to_the_fixed_L_limit(slice_laws, random_limit):
     """At d = 10⁶ the finite-d law's escape rate (per unit t = k/τ) and the ratio of the noise
     to the start's variance are the limit's λ(c) and c² noise/(2λ), to O(1/√d + L/d)."""
     law = slice_laws["random"]
-    lim = law.limit()
+    lim = random_limit
     d = 10 ** 6
     e = law.law(d).escape
     lam = lim.rate(law.c)

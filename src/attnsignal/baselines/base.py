@@ -35,11 +35,12 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..config import ConfigError, ModelConfig, StepSize
+from ..config import ModelConfig, StepSize, SupportedModel, check_supports
+from ..validation import Name, OneOf, Predicate
 
 __all__ = [
     "BaselineState", "BaselineConfig", "METHODS", "get_estimator", "method_names",
-    "RUNNING_AVERAGE", "generators", "signal_scale",
+    "RUNNING_AVERAGE", "generators", "signal_scale", "SUPPORTS", "MODEL", "METHOD",
 ]
 
 #: ``method -> module`` (relative to this package). The attention method ``"sga"`` is not a
@@ -62,17 +63,25 @@ def method_names() -> tuple[str, ...]:
     return tuple(METHODS)
 
 
+#: The variants the estimators and their theory are derived for (any σ, both signal signs):
+#: a model variant added to the configs is refused until they are.
+SUPPORTS = check_supports({"signal_sign": ("fixed", "random")})
+#: The model argument of every baseline entry point.
+MODEL = SupportedModel(SUPPORTS, "the baselines (attnsignal.baselines)")
+#: A registered estimator's name (read from the registry at each check).
+METHOD = OneOf(method_names)
+
+
 def get_estimator(name: str):
     """The estimator module registered as ``name``; ``ConfigError`` for an unknown name."""
-    if name not in METHODS:
-        raise ConfigError("method", "must be one of " + ", ".join(map(repr, METHODS)), name)
+    METHOD.check("method", name)
     return importlib.import_module(f"{__package__}.{METHODS[name]}")
 
 
 def register(name: str, module: str) -> None:
     """Register an estimator module (a dotted path importable from here or absolute)."""
-    if not isinstance(name, str) or not name or name == "sga":
-        raise ConfigError("method", "must be a non-empty name other than 'sga'", name)
+    Predicate(lambda v: Name().accepts(v) and v != "sga", "must be a name other than 'sga' "
+              "(attention's method)").check("method", name)
     METHODS[name] = module
 
 

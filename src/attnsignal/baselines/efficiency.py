@@ -25,9 +25,11 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from ..config import ConfigError, ModelConfig, StepSize
-from ..validation import Integer, Optional
-from .base import method_names
+from ..config import ModelConfig, StepSize
+from ..validation import Boolean, Integer, OneOf, Optional, RealArray, validated
+from ..validation import Sequence as SequenceOf
+from ..seeds import SEED
+from .base import MODEL, method_names
 from .runner import baseline
 from .theory import baseline_theory
 
@@ -96,6 +98,11 @@ def predicted_samples(model: ModelConfig, method: str, target: float, budget: in
     return float(hi)
 
 
+@validated(model=MODEL, target=RealArray(gt=0.0, lt=1.0),
+           methods=SequenceOf(OneOf(lambda: ("sga", *method_names())), min_len=1),
+           samples=Optional(Integer(ge=1)), runs=Integer(ge=1), seed=SEED,
+           records=Integer(ge=2), theory=Boolean(), attention_theory=Boolean(),
+           theory_samples=Integer(ge=100), simulate=Boolean())
 def efficiency(
     model: ModelConfig,
     target: float | Sequence[float],
@@ -140,19 +147,7 @@ def efficiency(
     ``ratio_predicted`` from the predictions); NaN where a method does not reach the target
     within the budget (e.g. the token mean in the random-sign variant).
     """
-    if not isinstance(model, ModelConfig):
-        raise ConfigError("model", "must be a ModelConfig", type(model).__name__)
-    targets = np.atleast_1d(np.asarray(target, dtype=np.float64))
-    if targets.size == 0 or not np.all((targets > 0) & (targets < 1)):
-        raise ConfigError("target", "must be numbers in (0, 1)", target)
-    allowed = ("sga", *method_names())
-    for m in methods:
-        if m not in allowed:
-            raise ConfigError("methods", "must be among " + ", ".join(map(repr, allowed)), m)
-    for name, value, lo in (("runs", runs, 1), ("seed", seed, 0), ("records", records, 2),
-                            ("theory_samples", theory_samples, 100)):
-        Integer(ge=lo).check(name, value)
-    Optional(Integer(ge=1)).check("samples", samples)
+    targets = np.atleast_1d(target)
     results = dict(results or {})
     tmax = float(targets.max())
     if (attention_step is None or attention_step == "advise") and "sga" in methods \

@@ -9,10 +9,11 @@ import numpy as np
 
 from .._version import __version__
 from ..config import ConfigError, ModelConfig, RunConfig, StepSize
-from ..validation import Integer
+from ..validation import Integer, Sequence as SequenceOf, validated
 from ..engines.base import run_seeds
 from ..results import Result
-from .base import RUNNING_AVERAGE, BaselineConfig, get_estimator, method_names
+from ..seeds import SEED, split
+from .base import METHOD, MODEL, RUNNING_AVERAGE, BaselineConfig, get_estimator
 
 __all__ = ["baseline"]
 
@@ -35,6 +36,10 @@ def _check_step(method: str, model: ModelConfig, step: Any) -> Any:
     return step
 
 
+@validated(model=MODEL, method=METHOD, samples=Integer(ge=1), runs=Integer(ge=1),
+           seed=SEED, first_run=Integer(ge=0),
+           spawn_prefix=SequenceOf(Integer(ge=0, le=2 ** 64 - 1),
+                                   what="a sequence of integers >= 0"))
 def baseline(
     model: ModelConfig,
     method: str,
@@ -76,16 +81,9 @@ def baseline(
     ``R/L`` and ``1/L`` for the token mean (PCA and Oja pool the same way), 1 and 0 for the
     oracle — from step 1 on (NaN at step 0, as for attention). Raises ``ConfigError``.
     """
-    if not isinstance(model, ModelConfig):
-        raise TypeError(f"model: must be a ModelConfig; got {type(model).__name__}")
-    if not isinstance(method, str) or method not in method_names():
-        raise ConfigError("method", "must be one of " + ", ".join(map(repr, method_names())),
-                          method)
-    for name, value, lo in (("samples", samples, 1), ("runs", runs, 1), ("seed", seed, 0),
-                            ("first_run", first_run, 0)):
-        Integer(ge=lo).check(name, value)
-    run = RunConfig(steps=samples, runs=runs, seed=seed, record_every=record_every,
-                    record=record, method=method)
+    root, key = split(seed)
+    run = RunConfig(steps=samples, runs=runs, seed=root, record_every=record_every,
+                    record=record, method=method, spawn_key=(*key, *spawn_prefix))
     step = _check_step(method, model, step)
     est = get_estimator(method)
     config = BaselineConfig(method=method, step=step)
@@ -94,7 +92,7 @@ def baseline(
     ks = np.asarray(run.record_steps(), dtype=np.int64)
 
     t0 = time.perf_counter()
-    seeds = run_seeds(int(seed), int(runs), int(first_run), spawn_prefix)
+    seeds = run_seeds(run.seed, int(runs), int(first_run), run.spawn_key or ())
     per_run = est.bytes_per_run(model) if hasattr(est, "bytes_per_run") else 64
     chunk = max(1, _CHUNK_BYTES // per_run)
     align = np.full((runs, ks.size), np.nan)

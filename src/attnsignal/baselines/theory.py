@@ -57,9 +57,9 @@ import numpy as np
 from numba import njit
 from scipy.special import gammaln
 
-from ..config import ConfigError, ModelConfig
-from ..validation import Integer
-from .base import BaselineConfig, method_names
+from ..config import ModelConfig
+from ..validation import Integer, Predicate, validated
+from .base import METHOD, MODEL, BaselineConfig
 
 #: Quantiles of the uniform start averaged over in Oja's mean-field prediction.
 OJA_STARTS = 64
@@ -224,6 +224,17 @@ def _oja_prediction(etas: np.ndarray, c: float, lam2: float, d: int, order: np.n
     return out
 
 
+def _sample_counts(v: Any) -> bool:
+    arr = np.asarray(v)
+    return arr.size > 0 and all(Integer(ge=0).accepts(x) for x in arr.ravel().tolist())
+
+
+#: numbers of samples: one integer >= 0 or an array of them
+SAMPLES = Predicate(_sample_counts, "must be an integer >= 0 or an array of integers >= 0",
+                    examples=(10, [0, 10]), counterexamples=(-1, 1.5, [], "x", [1, -2]))
+
+
+@validated(model=MODEL, method=METHOD, samples=SAMPLES)
 def baseline_theory(model: ModelConfig, method: str, samples: Any, *, step: Any = None
                     ) -> np.ndarray:
     """Predicted ``E|ρ|`` of ``method`` after each number of samples in ``samples``.
@@ -236,15 +247,7 @@ def baseline_theory(model: ModelConfig, method: str, samples: Any, *, step: Any 
     """
     from .runner import _check_step
 
-    if not isinstance(model, ModelConfig):
-        raise TypeError(f"model: must be a ModelConfig; got {type(model).__name__}")
-    if not isinstance(method, str) or method not in method_names():
-        raise ConfigError("method", "must be one of " + ", ".join(map(repr, method_names())),
-                          method)
-    arr = np.asarray(samples)
-    if arr.size == 0 or not all(Integer(ge=0).accepts(v) for v in arr.ravel().tolist()):
-        raise ConfigError("samples", "must be integers >= 0", samples)
-    ks = arr.astype(np.int64)
+    ks = np.asarray(samples).astype(np.int64)
     step = _check_step(method, model, step)
     d, L = model.d, model.n_tokens
     c = model.n_informative * model.theta / (L * model.noise_std)

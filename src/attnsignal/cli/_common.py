@@ -20,19 +20,77 @@ from rich.progress import (
 )
 
 from ..config import ConfigError, ModelConfig, RunConfig
+from ..engines import engine_names
 from ..schedules import SCHEDULES, Schedule, StepSize, schedule_from_dict
-from ..validation import Constraint, check_keys, parse_text
+from ..validation import Constraint, Instance, OneOf, Optional as Opt, check_keys, parse_text
 
 console = Console(stderr=True)
 out = Console()
 
+#: The default schedule family (a ``[step]`` table without ``kind``).
+DEFAULT_SCHEDULE = StepSize.kind
+
+
+def _settable(c: Constraint) -> bool:
+    """Whether a field can be written on the command line (not an object, e.g. a schedule's
+    ``tail``, which a ``--config`` file gives)."""
+    inner = c.c if isinstance(c, Opt) else c
+    return not isinstance(inner, Instance)
+
+
+def _step_table() -> dict[str, Constraint]:
+    """``--schedule KIND`` and the fields of every schedule family (:data:`~attnsignal.
+    schedules.SCHEDULES`), each flag once: a field several families share (``eta0``) keeps the
+    first family's constraint and says which families read it."""
+    table: dict[str, Constraint] = {"schedule": OneOf(
+        lambda: tuple(SCHEDULES), doc="step-size schedule family (the step flags below set "
+        f"its fields; default {DEFAULT_SCHEDULE!r})")}
+    users: dict[str, list[str]] = {}
+    for kind, cls in SCHEDULES.items():
+        for name, c in cls._table.items():
+            if _settable(c):
+                table.setdefault(name, c)
+                users.setdefault(name, []).append(kind)
+    for name, kinds in users.items():
+        table[name] = _Described(table[name], f"{table[name].doc}; schedule "
+                                 + " or ".join(map(repr, kinds)))
+    return table
+
+
+class _Described(Constraint):
+    """A constraint with another ``doc`` (a flag's help), checking as the original does."""
+
+    def __init__(self, c: Constraint, doc: str):
+        self.c, self.doc = c, doc
+
+    def check(self, field: str, value: Any) -> Any:
+        return self.c.check(field, value)
+
+    def describe(self) -> str:
+        return self.c.describe()
+
+    def summary(self) -> str:
+        return self.c.summary()
+
+    def parse(self, text: str | None) -> Any:
+        return self.c.parse(text)
+
+    def metavar(self) -> str:
+        return self.c.metavar()
+
+
 #: Every config field that can be a flag, with its constraint (help text, metavar and parsing
-#: come from the constraint: nothing is typed twice). The power family's fields stand for
-#: ``[step]``; other families come from a ``--config`` file.
-FIELD_TABLE: dict[str, Constraint] = {**ModelConfig._table, **StepSize._table, **RunConfig._table}
+#: come from the constraint: nothing is typed twice). ``[step]`` is ``--schedule`` (the
+#: family's ``kind``) and the fields of every family.
+STEP_TABLE: dict[str, Constraint] = _step_table()
+FIELD_TABLE: dict[str, Constraint] = {
+    **ModelConfig._table, **STEP_TABLE, **RunConfig._table,
+    # the help lists the registered engines (the config checks a name, the registry resolves it)
+    "engine": OneOf(engine_names, doc=RunConfig._table["engine"].doc),
+}
 #: Field groups, in flag order.
 MODEL_FIELDS = tuple(ModelConfig.field_names())
-STEP_FIELDS = tuple(StepSize.field_names())
+STEP_FIELDS = tuple(STEP_TABLE)
 RUN_FIELDS = tuple(n for n in RunConfig.field_names() if n != "method")
 
 
@@ -122,42 +180,49 @@ def build_configs(
     the command line; validate through the config classes. Returns (model, step, run kwargs).
 
     Every value in the file is checked on its own first (``model.theta: must be …``), so a bad
-    value is rejected even when a flag overrides it. ``[step]`` may name any schedule family
-    with ``kind``; the power family's defaults apply only to the power family. ``tables``
-    lists the tables the command reads (others are rejected)."""
+    value is rejected even when a flag overrides it. The schedule family is ``--schedule``,
+    else the file's ``[step] kind``, else the power family; a ``--schedule`` other than the
+    file's replaces its ``[step]`` table. ``defaults`` of a field apply to the families that
+    have it. ``tables`` lists the tables the command reads (others are rejected)."""
     data = load_toml(config_file) if config_file is not None else {}
     check_keys(data, tables, what="table")
     for name, table in data.items():
         if not isinstance(table, dict):
             raise ConfigError(str(name), "must be a table", table)
     file_step = data.get("step", {})
-    kind_given = file_step.get("kind", "power")
-    if not isinstance(kind_given, str) or kind_given not in SCHEDULES:
-        raise ConfigError("step.kind", "must be one of " + ", ".join(map(repr, SCHEDULES)),
-                          kind_given)
-    classes = {"model": ModelConfig, "step": SCHEDULES[kind_given], "run": RunConfig}
+    kinds = STEP_TABLE["schedule"]
+    file_kind = kinds.check("step.kind", file_step.get("kind", DEFAULT_SCHEDULE))
+    kind = file_kind
+    if flags.get("schedule") is not None:
+        kind = kinds.check("schedule", kinds.parse(flags["schedule"]))
+    classes = {"model": ModelConfig, "step": SCHEDULES[kind], "run": RunConfig}
     sections: dict[str, dict[str, Any]] = {}
     for name, cls in classes.items():
         table = data.get(name, {})
-        known = cls.field_names() + (["kind"] if name == "step" else [])
-        check_keys(table, known, prefix=f"{name}.")
-        for k, v in table.items():  # each file value valid on its own, overridden or not
-            if k in cls._table:
-                cls._table[k].check(f"{name}.{k}", v)
+        if name == "step":
+            file_cls = SCHEDULES[file_kind]
+            check_keys(table, ["kind", *file_cls.field_names()], prefix="step.")
+            for k, v in table.items():
+                if k in file_cls._table:
+                    file_cls._table[k].check(f"step.{k}", v)
+            table = {k: v for k, v in table.items() if k != "kind"} if kind == file_kind else {}
+        else:
+            check_keys(table, cls.field_names(), prefix=f"{name}.")
+            for k, v in table.items():  # each file value valid on its own, overridden or not
+                if k in cls._table:
+                    cls._table[k].check(f"{name}.{k}", v)
         fill = {k: defaults[k] for k in cls.field_names() if k in defaults}
-        if name == "step" and kind_given != "power":
-            fill = {}
         sections[name] = {**fill, **table}
         for k in cls.field_names():
             if flags.get(k) is not None:
                 v = flags[k]
                 sections[name][k] = cls._table[k].parse(v) if isinstance(v, str) else v
-    for k in StepSize.field_names():
-        if flags.get(k) is not None and k not in classes["step"].field_names():
-            raise ConfigError(f"step.{k}", f"not a field of the {kind_given!r} schedule of the "
-                              "config file", flags[k])
+    for k in STEP_FIELDS:
+        if k != "schedule" and flags.get(k) is not None and k not in classes["step"].field_names():
+            raise ConfigError(f"step.{k}", f"not a field of the {kind!r} schedule (its fields: "
+                              + ", ".join(classes["step"].field_names()) + ")", flags[k])
     model = ModelConfig.from_dict(sections["model"], prefix="")
-    step = schedule_from_dict(sections["step"], prefix="")
+    step = schedule_from_dict({"kind": kind, **sections["step"]}, prefix="")
     RunConfig(**{"steps": 1, **sections["run"]})  # validate now, before any work
     return model, step, sections["run"]
 

@@ -7,7 +7,7 @@ from typing import Any, Optional
 
 import typer
 
-from . import UsageFailure
+from ._app import UsageFailure
 
 PARTITION = typer.Option(None, "--partition", help="slurm: partition (#SBATCH -p)",
                          rich_help_panel="Slurm (--executor slurm)")

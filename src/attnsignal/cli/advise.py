@@ -16,7 +16,7 @@ import pandas as pd
 import typer
 
 from ..validation import ConfigError, Optional as Opt, Real, parse_text
-from . import app
+from ._app import app
 from ._common import FIELD_TABLE, MODEL_FIELDS, build_configs, config_options, out
 
 MODEL_DEFAULTS = {"d": 100, "n_informative": 20, "n_nuisance": 80, "theta": 0.5, "beta": 1.0,

@@ -11,7 +11,7 @@ import typer
 from rich.table import Table
 
 from ..config import ConfigError
-from . import app
+from ._app import app
 from ._common import (
     MODEL_FIELDS, STEP_FIELDS, build_configs, config_options, fmt, load_toml, out,
 )
@@ -68,11 +68,11 @@ def baseline_cmd(
     from ..paths import check_output_dir
 
     check_output_dir(out_dir, "out")  # a file, read-only, too long...: before any work
-    eta0, k0, power = (flags[n] for n in STEP_FIELDS)
-    flags = {**flags, "eta0": eta0 if eta0 is not None else "1.0"}  # validated below only for Oja
     from_file = load_toml(config) if config is not None else {}
-    step_given = any(f is not None for f in (eta0, k0, power)) or "step" in from_file
-    model, step, run = build_configs(flags, config, BASELINE_DEFAULTS)
+    step_given = any(flags[n] is not None for n in STEP_FIELDS) or "step" in from_file
+    # η0 = 1 stands in for Oja's default step (:func:`attnsignal.baselines.oja.default_step`)
+    # while the schedule is not given: it is not used then
+    model, step, run = build_configs(flags, config, {**BASELINE_DEFAULTS, "eta0": 1.0})
     if step_given and method != "oja":
         raise ConfigError("step", f"is only used by method 'oja' (got method {method!r})",
                           step.to_dict())

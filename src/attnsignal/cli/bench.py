@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from . import app
+from ._app import app
 from ._common import out
 
 

@@ -13,7 +13,7 @@ from ..config import NotRobbinsMonroWarning, RunConfig
 from ..engines import get_engine
 from ..paths import check_output_dir
 from ..simulate import DivergenceWarning, simulate
-from . import app
+from ._app import app
 from ._common import (
     MODEL_FIELDS, RUN_FIELDS, STEP_FIELDS, build_configs, config_options, console, fmt, out,
     progress_bar,

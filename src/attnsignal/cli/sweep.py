@@ -8,15 +8,18 @@ literally called ``status`` can be given as ``./status``).
 from __future__ import annotations
 
 import json
+import signal
+import sys
 import warnings
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Optional
+from typing import Iterator, Optional
 
 import typer
 from rich.table import Table
 
 from ..config import NotRobbinsMonroWarning
-from . import UsageFailure, app
+from ._app import UsageFailure, app
 from . import _slurm as slurm_flags
 from ._common import console, out
 
@@ -31,7 +34,9 @@ attnsignal sweep SPEC --out DIR [--executor local|dask|slurm]
   Tasks are (grid point, chunk of runs); each writes one checksummed
   Parquet shard. Re-running the same command skips finished shards and
   recomputes missing or corrupt ones. Exits 1 if some tasks failed
-  (listed with their grid point; re-run to retry them).
+  (listed with their grid point; re-run to retry them). Stopped with
+  SIGTERM (scancel, kill), it stops its workers, keeps the finished
+  shards, says how to resume and exits 143.
 
 \b
 attnsignal sweep status DIR [--json]
@@ -126,11 +131,16 @@ def _run(spec_path: Path, out_dir: Path | None, executor: str, scheduler: str | 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", NotRobbinsMonroWarning)
         try:
-            report = run_sweep(spec, out_dir, executor=executor, scheduler=scheduler,
-                               workers=workers, chunk_runs=chunk_runs, progress=not quiet,
-                               retries=retries, slurm=slurm)
+            with _stopped_by_sigterm():
+                report = run_sweep(spec, out_dir, executor=executor, scheduler=scheduler,
+                                   workers=workers, chunk_runs=chunk_runs,
+                                   progress=not quiet, retries=retries, slurm=slurm)
         except SweepStoreError as exc:
             raise UsageFailure(str(exc)) from None
+        except _Stopped as exc:
+            print(f"attnsignal: sweep stopped by {exc.signame}; finished shards are kept in "
+                  f"{out_dir}/ — run the same command again to resume", file=sys.stderr)
+            return 128 + exc.signum
     for w in caught:
         if issubclass(w.category, NotRobbinsMonroWarning):
             console.print(f"[yellow]warning:[/] {w.message}")
@@ -148,6 +158,35 @@ def _run(spec_path: Path, out_dir: Path | None, executor: str, scheduler: str | 
         return 1
     out.print(f"sweep in {out_dir}/ — load it with attnsignal.sweep.load_sweep({str(out_dir)!r})")
     return 0
+
+
+class _Stopped(BaseException):
+    """A signal asked the sweep to stop. A ``BaseException`` (like ``KeyboardInterrupt``), so
+    that no ``except Exception`` on the way mistakes it for a failed task."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+        self.signame = signal.Signals(signum).name
+
+
+@contextmanager
+def _stopped_by_sigterm() -> Iterator[None]:
+    """While the block runs, SIGTERM raises :class:`_Stopped` in this (the main) thread: the
+    sweep then stops its workers, writes its manifest and closes its pool on the way out (the
+    default action would end the process at once and leave the pool's semaphores to the
+    resource tracker's "leaked semaphore" warning). A second SIGTERM during that clean-up
+    ends the process the default way."""
+
+    def stop(signum: int, frame: object) -> None:
+        signal.signal(signum, signal.SIG_DFL)
+        raise _Stopped(signum)
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _status(directory: Path, as_json: bool) -> int:

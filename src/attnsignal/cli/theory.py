@@ -27,9 +27,10 @@ import typer
 from rich.table import Table
 
 from ..config import ConfigError, NotRobbinsMonroWarning, RunConfig
+from ..limits import MAX_EXACT_BETA_SIGMA
 from ..paths import check_output_dir
 from ..validation import Integer, OneOf, Real, Sequence
-from . import UsageFailure, app
+from ._app import UsageFailure, app
 from ._common import (
     MODEL_FIELDS, STEP_FIELDS, build_configs, config_options, console, fmt, load_toml, option,
     option_value, out, progress_bar,
@@ -112,8 +113,12 @@ def _stable_word(stable: bool) -> str:
     return "yes" if stable else "no"
 
 
+#: how a fixed-point table names the method that computed ``Φ'``
+_DPHI_BY = {"exact": "exact Φ'", "mc": "Monte-Carlo Φ'", "asymptotic": "asymptotic Φ'"}
+
+
 def _print_fixed_points(basins, method: str) -> None:
-    table = Table(title=f"fixed points ({method} Φ')")
+    table = Table(title=f"fixed points ({_DPHI_BY.get(method, method)})")
     table.add_column("ρ", justify="right")
     table.add_column("kind")
     table.add_column("stable", justify="center")
@@ -153,7 +158,8 @@ def _model_line(model) -> str:
 
 @app.command("landscape")
 @config_options(MODEL_FIELDS, MODEL_DEFAULTS,
-                {"beta": "inverse temperature β (> 0; method 'exact' needs βσ <= 12)"})
+                {"beta": "inverse temperature β (> 0; method 'exact' needs βσ <= "
+                         f"{MAX_EXACT_BETA_SIGMA:g})"})
 def landscape_cmd(
     flags: dict,
     points: Optional[str] = option("--points", _POINTS, 201, "grid points on [−1, 1] for 'exact' and 'asymptotic' (integer >= 3)"),
@@ -257,7 +263,8 @@ def landscape_cmd(
                 {**MODEL_DEFAULTS, **STEP_DEFAULTS, "runs": 30, "seed": 0,
                  "steps": "the step index of t-max", "batch": 1, "update": "projected",
                  "record_every": "steps // 200", "record": "linear"},
-                {"beta": "inverse temperature β (> 0, βσ <= 12)",
+                {"beta": "inverse temperature β (> 0; Φ' by exact quadrature while βσ <= "
+                         f"{MAX_EXACT_BETA_SIGMA:g}, by Monte Carlo above)",
                  "runs": "--compare: independent runs (integer >= 1)",
                  "steps": "--compare, --effective: SGA updates per run (integer >= 1)",
                  "seed": "--compare: root seed of the runs; --effective: seed of the one-step "
@@ -295,6 +302,7 @@ def ode_cmd(
     """
     from ..simulate import DivergenceWarning, simulate
     from ..theory import OdeSolution, landscape_verdict, solve_ode, tracking, vector_field
+    from ..theory.landscape import default_method
     from ..theory.plots import plot_ode
 
     TARGETS = _targets()
@@ -315,18 +323,24 @@ def ode_cmd(
         r0 = RHO0_DEFAULT
     tmax = option_value(t_max, "t_max", _T_MAX, None)
 
-    basins = landscape_verdict(model)
+    fp_method = default_method(model)  # exact quadrature, or Monte Carlo for a large βσ
+    basins = landscape_verdict(model, fp_method)
+    if fp_method == "mc":
+        bs = model.beta * model.noise_std
+        console.print(f"note: βσ = {bs:g} > {MAX_EXACT_BETA_SIGMA:g}, beyond the exact "
+                      "quadrature: Φ' (the ODE, the fixed points) by Monte Carlo",
+                      markup=False, highlight=False, soft_wrap=True)
     # An exact interior fixed point (e.g. ρ0 = 0 with --signal-sign random, where Φ' is odd)
     # is stationary; the numerical solution would leave it through round-off in Φ' (~1e-17)
     # and report meaningless hitting times, so it is held fixed here.
     stationary = any(abs(p.rho) < 1.0 and abs(p.rho - r0) <= 1e-12 for p in basins.fixed_points)
     if stationary:
         t_end = tmax if tmax is not None else 1.0
-        sol = OdeSolution(model=model, rho0=r0, method="exact", t=np.array([0.0, t_end]),
+        sol = OdeSolution(model=model, rho0=r0, method=fp_method, t=np.array([0.0, t_end]),
                           rho=np.array([r0, r0]), hitting_times={x: math.nan for x in TARGETS},
                           t_end=t_end, step=step, hitting_steps={x: -1 for x in TARGETS})
     else:
-        sol = solve_ode(model, r0, tmax, step=step, targets=TARGETS)
+        sol = solve_ode(model, r0, tmax, step=step, targets=TARGETS, method=fp_method)
     finite = [h for h in sol.hitting_times.values() if math.isfinite(h)]
     if tmax is not None:
         t_win = tmax
@@ -430,7 +444,7 @@ def ode_cmd(
                   soft_wrap=True)
     else:
         out.print(f"ρ0 = {r0:+.6g} lies in the basin of ρ = {att:+g}", soft_wrap=True)
-    _print_fixed_points(basins, "exact")
+    _print_fixed_points(basins, fp_method)
     if tr is not None:
         what = "|ρ|" if tr.mode == "abs" else "ρ"
         out.print(f"simulation: {tr.runs} {run['engine']}-engine runs of {int(run['steps']):,} "

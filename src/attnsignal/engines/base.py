@@ -32,11 +32,11 @@ from __future__ import annotations
 import abc
 import os
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar, Sequence
+from typing import Any, ClassVar, Mapping, Sequence
 
 import numpy as np
 
-from ..config import SIGNAL_SIGNS, UPDATES, ConfigError, ModelConfig, RunConfig
+from ..config import ConfigError, ModelConfig, RunConfig, check_supported, check_supports
 from ..limits import format_bytes, memory_limit
 
 __all__ = [
@@ -106,18 +106,25 @@ class Capabilities:
 
     has_query : the state carries the unit queries ``q`` (runs, d) (else ``state.q is None``)
     exact_in_law : ``ρ`` (and ``q`` when ``has_query``) has exactly the law of the literal
-        algorithm (the literal engine is the algorithm itself)
-    signal_signs, updates : the ``ModelConfig.signal_sign`` / ``RunConfig.update`` values handled
+        algorithm (the literal engine is the algorithm itself); the law tests run every
+        engine that says so against it
+    supports : ``{field: values}`` over the variant fields of the model and the run
+        (:func:`attnsignal.config.variant_fields`: ``signal_sign``, ``update``, ...) — the
+        values the engine implements; a field not listed accepts only its default, so a
+        variant added to the configs later is refused until the engine lists it
+        (:meth:`Engine.check`)
     cost : time per update, for help texts (e.g. ``"O(B L d)"``)
     summary : one line for help texts
     """
 
     has_query: bool
     exact_in_law: bool = True
-    signal_signs: tuple[str, ...] = SIGNAL_SIGNS
-    updates: tuple[str, ...] = UPDATES
+    supports: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     cost: str = ""
     summary: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "supports", check_supports(self.supports))
 
 
 @dataclass(frozen=True)
@@ -143,18 +150,11 @@ class Engine(abc.ABC):
 
     def check(self, model: ModelConfig, run: RunConfig) -> None:
         """Raise ``ConfigError`` for what this engine cannot do, before any work starts:
-        an unsupported ``signal_sign`` or ``update``, more than :data:`MAX_STEPS` updates, or
-        a size whose memory estimate exceeds :func:`attnsignal.limits.memory_limit`."""
-        caps = self.capabilities
-        if model.signal_sign not in caps.signal_signs:
-            raise ConfigError(
-                "signal_sign",
-                f"the {self.name!r} engine supports "
-                + ", ".join(map(repr, caps.signal_signs)), model.signal_sign)
-        if run.update not in caps.updates:
-            raise ConfigError(
-                "update", f"the {self.name!r} engine supports " + ", ".join(map(repr, caps.updates)),
-                run.update)
+        a variant it does not support (``capabilities.supports``), more than
+        :data:`MAX_STEPS` updates, or a size whose memory estimate exceeds
+        :func:`attnsignal.limits.memory_limit`."""
+        check_supported(f"the {self.name!r} engine", self.capabilities.supports, model=model,
+                        run=run)
         if run.steps > MAX_STEPS:
             raise ConfigError("steps", "must be an integer in [1, 2^62] (update counters are "
                               "64-bit)", run.steps)

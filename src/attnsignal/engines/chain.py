@@ -48,10 +48,10 @@ class ChainEngine(Engine):
     name = "chain"
     #: the per-sample arithmetic in float32 (:class:`~.chain32.Chain32Engine`)
     single = False
-    # the variants the reduced kernel implements, listed explicitly: a new signal_sign or update
-    # value is refused here (Engine.check) until the kernel learns it
+    # the variants the reduced kernel implements: a new variant is refused (Engine.check)
+    # until the kernel learns it
     capabilities = Capabilities(
-        signal_signs=("fixed", "random"), updates=("projected", "riemannian"),
+        supports={"signal_sign": ("fixed", "random"), "update": ("projected", "riemannian")},
         has_query=False, exact_in_law=True, cost="O(B L)",
         summary="the alignment Markov chain: exact in law for ρ, O(B L) per update, no q",
     )

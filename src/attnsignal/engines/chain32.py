@@ -38,8 +38,7 @@ class Chain32Engine(ChainEngine):
     name = "chain32"
     single = True
     capabilities = Capabilities(
-        signal_signs=ChainEngine.capabilities.signal_signs,
-        updates=ChainEngine.capabilities.updates,
+        supports=ChainEngine.capabilities.supports,
         has_query=False, exact_in_law=True, cost="O(B L)",
         summary="the alignment chain with float32 per-sample arithmetic (opt-in, 0.9-1.1x the "
                 "speed of 'chain'; equal in law, not bit-identical to 'chain')",

@@ -41,6 +41,7 @@ class LiteralEngine(Engine):
 
     name = "literal"
     capabilities = Capabilities(
+        supports={"signal_sign": ("fixed", "random"), "update": ("projected", "riemannian")},
         has_query=True, exact_in_law=True, cost="O(B L d)",
         summary="materialised tokens, the algorithm itself, O(B L d) per update",
     )

@@ -34,10 +34,10 @@ class ProjectedEngine(Engine):
     """The full-vector exact engine (module docstring)."""
 
     name = "projected"
-    # the variants the reduced kernel implements, listed explicitly: a new signal_sign or update
-    # value is refused here (Engine.check) until the kernel learns it
+    # the variants the reduced kernel implements: a new variant is refused (Engine.check)
+    # until the kernel learns it
     capabilities = Capabilities(
-        signal_signs=("fixed", "random"), updates=("projected", "riemannian"),
+        supports={"signal_sign": ("fixed", "random"), "update": ("projected", "riemannian")},
         has_query=True, exact_in_law=True, cost="O(B (L + d))",
         summary="the full query vector, exact in law, O(B (L + d)) per update",
     )

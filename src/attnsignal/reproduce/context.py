@@ -1,4 +1,12 @@
-"""What an experiment's ``run`` gets: its seed, sweeps on the shared pool, typed inputs.
+"""What an experiment's ``run`` gets: its random streams, sweeps on the shared pool, typed
+inputs.
+
+Every random stream of an experiment is ``SeedSequence(plan.seed, spawn_key=(experiment,
+purpose, ...))`` (:mod:`attnsignal.seeds`): :meth:`ExperimentContext.stream` gives one (for
+``simulate``, ``baseline`` and the theory's ``seed``), :meth:`ExperimentContext.spawn_key` the
+key of a sweep's runs (``sweep_spec(..., spawn_key=...)``: run ``r`` of grid point ``p`` then
+draws from ``(experiment, purpose, ..., p, r)``). The reproduction checks that no two names it
+hands out share a code (:class:`~attnsignal.seeds.KeyNames`).
 
 Every simulation of the reproduction is a sweep (:mod:`attnsignal.sweep`) stored under
 ``OUT/data/<name>-<spec hash>/``, so an interrupted reproduction resumes where it stopped and
@@ -21,6 +29,7 @@ import pandas as pd
 
 from ..config import ModelConfig, StepSize
 from ..results import Result, atomic_write
+from ..seeds import KeyNames
 
 if TYPE_CHECKING:
     from ..sweep import SweepSpec
@@ -44,10 +53,14 @@ def sweep_spec(
     engine: str = "chain",
     record_every: int | None = None,
     grid: dict[str, list[Any]] | None = None,
+    spawn_key: tuple[int, ...] | None = None,
     **run: Any,
 ) -> dict[str, Any]:
-    """A sweep spec (the TOML shape, as a dict) from configs and grid axes."""
+    """A sweep spec (the TOML shape, as a dict) from configs and grid axes; ``spawn_key``
+    prefixes its runs' keys (:meth:`ExperimentContext.spawn_key`)."""
     sweep = {"seed": seed, "runs": runs, "steps": steps, "engine": engine}
+    if spawn_key:
+        sweep["spawn_key"] = list(spawn_key)
     if record_every is not None:
         sweep["record_every"] = record_every
     sweep.update({k: v for k, v in run.items() if v is not None})
@@ -96,6 +109,7 @@ class Timing:
     theory_seconds: float = 0.0  # its ctx.compute calls' own time (in the pool's workers)
     theory_cpu: float = 0.0      # their CPU time (the thread that ran each)
     theory_tasks: int = 0
+    cpu: float = 0.0             # CPU time of its own thread in this process
 
     @property
     def wall(self) -> float:
@@ -128,6 +142,8 @@ class Shared:
     #: (experiment, exception) in the order the experiments failed: the first is the cause,
     #: the later ones are usually its consequences (the shared pool is shut down after it)
     failures: list[tuple[str, BaseException]] = field(default_factory=list)
+    #: the names handed out as spawn-key parts (no two may share a code)
+    keys: KeyNames = field(default_factory=KeyNames)
 
     def record_failure(self, name: str, exc: BaseException) -> bool:
         """Note that experiment ``name`` failed with ``exc``; True if it is the first failure."""
@@ -147,16 +163,30 @@ class Shared:
 
 
 class ExperimentContext:
-    """The ``ctx`` of :meth:`Experiment.run`: ``seed``, :meth:`sweep`, :meth:`needed`."""
+    """The ``ctx`` of :meth:`Experiment.run`: :meth:`stream`, :meth:`spawn_key`,
+    :meth:`sweep`, :meth:`needed`."""
 
     def __init__(self, exp: "Experiment[Any, Any]", plan: "Plan", shared: Shared):
         self.exp = exp
         #: the whole plan (other experiments' sections are read-only inputs)
         self.plan = plan
-        #: this experiment's first seed: the plan's root seed plus ``exp.seed_offset``
-        self.seed = plan.seed_of(exp)
+        #: the plan's root seed (every stream is keyed by this experiment and a purpose)
+        self.seed = plan.seed
         self.shared = shared
         self.timing = shared.timings[exp.name]
+
+    def spawn_key(self, purpose: str, *more: str | int) -> tuple[int, ...]:
+        """The spawn key ``(experiment, purpose, *more)`` (names as their codes, checked
+        against every name the reproduction handed out)."""
+        with self.shared.lock:
+            return self.shared.keys.key(self.exp.name, purpose, *more)
+
+    def stream(self, purpose: str, *more: str | int) -> Any:
+        """``SeedSequence(plan.seed, spawn_key=(experiment, purpose, *more))``: the ``seed`` of
+        a simulation, a baseline or a theory function of this experiment."""
+        import numpy as np
+
+        return np.random.SeedSequence(self.seed, spawn_key=self.spawn_key(purpose, *more))
 
     def needed(self, other: "Experiment[Any, M]") -> M:
         """The measurements of ``other`` (one of this experiment's ``needs``), waiting for

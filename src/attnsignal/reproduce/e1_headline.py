@@ -27,7 +27,7 @@ import numpy as np
 
 from ..claims import ClaimResult, passed
 from ..config import ModelConfig, StepSize
-from ..plots import band, save_figure, _plt
+from ..plots import _plt, band, legend_below, save_figure, schedule_tex
 from ..report import Section
 from ..results import Result
 from ..simulate import simulate
@@ -147,9 +147,7 @@ class E1Measurements(Measurements):
     d1000_fraction_plus: float
     pred_samples_d100: float
     pred_samples_d1000: float
-    literal_seed: int
     literal_mean_abs: float
-    chain_check_seed: int
     chain_check_runs: int
     chain_check_mean_abs: float
     literal_z: float
@@ -183,29 +181,30 @@ class E1Headline(Experiment[E1Plan, E1Measurements]):
     name = "E1"
     title = "E1 — headline: weak signal, 20× nuisance tokens"
     Plan = E1Plan
-    seed_offset = 0
 
     def run(self, p: E1Plan, ctx: ExperimentContext) -> E1Measurements:
         from ..theory import samples_to_reach, tracking
 
         m100 = p.model
-        pending = {}
-        for name, (runs, dims) in sweep_groups(p).items():
-            fut = ctx.submit(name, sweep_spec(m100, p.step, seed=ctx.seed, runs=runs,
-                                              steps=p.steps, record_every=p.record_every,
-                                              grid={"model.d": dims}))
-            pending.update(dict.fromkeys(dims, fut))
+        # the runs at each dimension: a sweep each, keyed (E1, "runs", d)
+        pending = {d: ctx.submit(name, sweep_spec(m100.replace(d=d), p.step, seed=ctx.seed,
+                                                  runs=runs, steps=p.steps,
+                                                  record_every=p.record_every,
+                                                  spawn_key=ctx.spawn_key("runs", d)))
+                   for name, (runs, d) in sweep_groups(p).items()}
         # the effective dynamics of both dimensions: tasks of the shared pool, beside the runs
         eff_pending = {d: ctx.compute(effective_path, m100.replace(d=d), p.step, steps=p.steps,
                                       record_every=p.record_every, initial_alignment=None,
-                                      n_samples=p.effective_samples, seed=ctx.seed + 3,
+                                      n_samples=p.effective_samples,
+                                      seed=ctx.stream("effective", d),
                                       cost=effective_cost(m100, p.effective_samples))
                        for d in (m100.d, p.big_d)}
         # the chain runs the literal ones are checked against: a pool task too (its workers
         # have the compiled chain loaded; in this process it would be compiled a second time
         # on a cold cache)
         chk_pending = ctx.compute(simulate, m100, p.step, steps=p.literal_steps,
-                                  runs=p.chain_check_runs, engine="chain", seed=ctx.seed + 2,
+                                  runs=p.chain_check_runs, engine="chain",
+                                  seed=ctx.stream("chain_check"),
                                   record_every=p.literal_steps, simulation=True,
                                   cost=chain_cost(m100, p.chain_check_runs, p.literal_steps))
         # the finite-step prediction of the samples to reach TARGET: pool tasks as well (κ_B
@@ -213,11 +212,13 @@ class E1Headline(Experiment[E1Plan, E1Measurements]):
         # numpy normals cost about as much as a few chain samples)
         pred_pending = {d: ctx.compute(samples_to_reach, m100.replace(d=d), p.step, TARGET,
                                        n_samples=p.theory_samples, plateau=False,
+                                       seed=ctx.stream("samples_to_reach", d),
                                        cost=chain_cost(m100, 4, p.theory_samples))
                         for d in (m100.d, p.big_d)}
         # the in-process check while the pool runs the sweep
         lit = simulate(m100, p.step, steps=p.literal_steps, runs=p.literal_runs,
-                       engine="literal", seed=ctx.seed + 1, record_every=p.literal_steps)
+                       engine="literal", seed=ctx.stream("literal"),
+                       record_every=p.literal_steps)
         chk = chk_pending.result()
         pred = {d: f.result() for d, f in pred_pending.items()}
         lit_abs = np.abs(lit.final_alignment)
@@ -225,8 +226,8 @@ class E1Headline(Experiment[E1Plan, E1Measurements]):
         z = (lit_abs.mean() - chain_abs.mean()) / np.sqrt(
             chain_abs.var(ddof=1) / chain_abs.size + max(chain_abs.var(ddof=1), 1e-12) / lit_abs.size)
 
-        r = pending[m100.d].result().result_at(model__d=m100.d)
-        rb = pending[p.big_d].result().result_at(model__d=p.big_d)
+        r = pending[m100.d].result().result_at()
+        rb = pending[p.big_d].result().result_at()
         # the limiting ODE from each run's own start, averaged (|ρ| when the runs split signs)
         tr, trb = tracking(r, r.model), tracking(rb, rb.model)
         fin, finb = np.abs(r.final_alignment), np.abs(rb.final_alignment)
@@ -245,8 +246,7 @@ class E1Headline(Experiment[E1Plan, E1Measurements]):
             d1000_min_final_abs=float(finb.min()),
             d1000_fraction_plus=float((rb.final_alignment > 0).mean()),
             pred_samples_d100=_steps_of(pred[m100.d]), pred_samples_d1000=_steps_of(pred[p.big_d]),
-            literal_seed=lit.run.seed, literal_mean_abs=float(lit_abs.mean()),
-            chain_check_seed=chk.run.seed, chain_check_runs=int(chain_abs.size),
+            literal_mean_abs=float(lit_abs.mean()), chain_check_runs=int(chain_abs.size),
             chain_check_mean_abs=float(chain_abs.mean()), literal_z=float(z),
             literal_seconds_per_sample=lit.timings["seconds_per_sample"],
             chain_seconds_per_sample=chk.timings["seconds_per_sample"],
@@ -260,15 +260,16 @@ class E1Headline(Experiment[E1Plan, E1Measurements]):
 
     def figures(self, p: E1Plan, m: E1Measurements, fig_dir: Path) -> list[Path]:
         plt = _plt()
-        fig, axes = plt.subplots(1, 3, figsize=(16, 4.6), gridspec_kw={"width_ratios": [1, 1, 0.9]})
+        fig, axes = plt.subplots(1, 3, figsize=(13, 4.6), gridspec_kw={"width_ratios": [1, 1, 0.9]})
         for ax, res, tr, eff in zip(axes[:2], (m.headline, m.big), (m.track, m.big_track),
                                     (m.eff, m.big_eff)):
             a = np.abs(res.alignment)
             for row in a:
                 ax.plot(res.ode_time, row, color="tab:blue", lw=0.4, alpha=0.3)
             mean, lo, hi = band(a)
-            ax.fill_between(res.ode_time, lo, hi, color="tab:blue", alpha=0.2, label="10–90 % of runs")
-            ax.plot(res.ode_time, mean, color="navy", lw=2, label=f"mean of {a.shape[0]} runs")
+            ax.fill_between(res.ode_time, lo, hi, color="tab:blue", alpha=0.2,
+                            label="simulation: 10–90 % of runs")
+            ax.plot(res.ode_time, mean, color="navy", lw=2, label="simulation: mean of the runs")
             ode = np.abs(tr.ode) if tr.mode == "signed" else tr.ode
             ax.plot(tr.t, ode, color="tab:red", ls="--", lw=1.6, label="limiting ODE (same starts)")
             ax.plot(res.ode_time, eff.mean_abs, color="tab:green", lw=1.6,
@@ -279,29 +280,31 @@ class E1Headline(Experiment[E1Plan, E1Measurements]):
             ax.axhline(TARGET, color="k", ls=":", lw=1, label="0.9965 (paper)")
             ax.set_xlim(0, res.ode_time[-1])
             ax.set_ylim(0, 1.01)
-            ax.set_xlabel("ODE time t = Σ η_k")
-            ax.set_ylabel("|ρ|")
-            ax.set_title(f"d = {res.model.d}: final |ρ| = {np.abs(res.final_alignment).mean():.4f} ± "
-                         f"{np.abs(res.final_alignment).std(ddof=1):.4f}", fontsize=10)
+            ax.set_xlabel(r"ODE time $t = \Sigma_{j<k}\,\eta_j$")
+            ax.set_ylabel(r"$|\rho|$")
+            ax.set_title(f"$d = {res.model.d}$, {a.shape[0]} runs: final $|\\rho|$ = "
+                         f"{np.abs(res.final_alignment).mean():.4f} ± "
+                         f"{np.abs(res.final_alignment).std(ddof=1):.4f}", fontsize=10.5)
             ax.grid(alpha=0.3)
-            ax.legend(loc="lower right", fontsize=8)
         ax3 = axes[2]
         for res, c in ((m.headline, "navy"), (m.big, "tab:purple")):
             gap = 1 - np.abs(res.alignment[:, 1:])
             mean, lo, hi = band(gap)
             ax3.fill_between(res.steps[1:], lo, hi, color=c, alpha=0.15)
-            ax3.plot(res.steps[1:], mean, color=c, lw=1.8, label=f"d = {res.model.d}")
-        ax3.axhline(1 - TARGET, color="k", ls=":", lw=1, label="1 − 0.9965")
+            ax3.plot(res.steps[1:], mean, color=c, lw=1.8, label=f"$1 - |\\rho|$ at $d = {res.model.d}$")
+        ax3.axhline(1 - TARGET, color="k", ls=":", lw=1)
         ax3.set_yscale("log")
-        ax3.set_xlabel("step k (samples per run)")
-        ax3.set_ylabel("1 − |ρ| (mean, 10–90 % band)")
-        ax3.set_title("approach to ±ξ", fontsize=10)
+        ax3.set_xlabel("step $k$ (samples per run)")
+        ax3.set_ylabel(r"$1 - |\rho|$ (mean, 10–90 % band)")
+        ax3.set_title(r"approach to $\pm\xi$", fontsize=10.5)
         ax3.grid(alpha=0.3, which="both")
-        ax3.legend(fontsize=8)
         m100 = p.model
-        fig.suptitle(f"E1 — θ = {m100.theta}, R = {m100.n_informative}, N = {m100.n_nuisance}, "
-                     f"{p.step.describe()}, {p.steps} samples per run", fontsize=10)
-        fig.tight_layout()
+        fig.suptitle(f"E1 — $\\theta$ = {m100.theta}, $R$ = {m100.n_informative}, "
+                     f"$N$ = {m100.n_nuisance}, {schedule_tex(p.step)}, {p.steps} samples per run",
+                     fontsize=11)
+        handles, labels = axes[0].get_legend_handles_labels()
+        h3, l3 = ax3.get_legend_handles_labels()
+        legend_below(fig, handles + h3, labels + l3, ncol=4)
         return save_figure(fig, fig_dir / "e1_headline")[:1]
 
     def report_section(self, p: E1Plan, m: E1Measurements, fig_dir: Path) -> Section:
@@ -309,9 +312,9 @@ class E1Headline(Experiment[E1Plan, E1Measurements]):
         sec = Section(self.title)
         sec.para(
             f"{m.runs} independent runs of the exact alignment chain (equal in law to the "
-            f"literal algorithm), θ = {m100.theta}, R = {m100.n_informative}, N = {m100.n_nuisance}, "
-            f"uniform random starts, schedule {p.step.describe()}, {p.steps} samples per run "
-            f"(seed {m.seed})."
+            f"literal algorithm), $\\theta = {m100.theta}$, $R = {m100.n_informative}$, "
+            f"$N = {m100.n_nuisance}$, uniform random starts, schedule {schedule_tex(p.step)} "
+            f"(Robbins–Monro), {p.steps} samples per run (seed {m.seed})."
         )
         sec.table(
             [[f"d = {m100.d}", f"{m.mean_final_abs:.4f} ± {m.sd_final_abs:.4f}",
@@ -320,22 +323,23 @@ class E1Headline(Experiment[E1Plan, E1Measurements]):
              [f"d = {p.big_d}", f"{m.d1000_mean_final_abs:.4f} ± {m.d1000_sd_final_abs:.4f}",
               f"{m.d1000_min_final_abs:.4f}", f"{m.d1000_fraction_plus:.0%}",
               _fmt_steps(m.pred_samples_d1000), _fmt_seen(m.measured_samples_d1000, p.steps)]],
-            header=["dimension", "final |ρ| (mean ± sd)", "min", "runs at +ξ",
+            header=["dimension", "final $|\\rho|$ (mean ± sd)", "min", "runs at $+\\xi$",
                     "samples the finite-step theory predicts for 0.9965",
-                    "samples at which the mean |ρ| reached 0.9965"],
+                    "samples at which the mean $|\\rho|$ reached 0.9965"],
         )
         ratio = m.measured_samples_d100 / m.pred_samples_d100
         sec.para(
             "The prediction is the later of the ODE's hitting step and the step where the "
-            "constant-step plateau passes 0.9965 — a quasi-static figure that assumes |ρ| "
+            "constant-step plateau passes 0.9965 — a quasi-static figure that assumes $|\\rho|$ "
             "settles on its plateau at once, so it is a lower bound"
             + (f": at d = {m100.d} the runs took {ratio:.2f}× the predicted samples."
                if np.isfinite(ratio) else ".")
         )
         sec.figure(fig_dir / "e1_headline.png",
-                   "Every run (thin), the mean, the 10–90 % band, the limiting ODE from the same "
-                   "starts and the effective dynamics (green: predicted mean |ρ| and its "
-                   "10–90 % band at finite step and dimension).")
+                   "Alignment against ODE time at both dimensions: every run (thin), the mean, "
+                   "the 10–90 % band, the limiting ODE from the same starts and the effective "
+                   "dynamics (green: predicted mean $|\\rho|$ and its 10–90 % band at finite "
+                   "step and dimension); right, $1 - |\\rho|$ against samples on a log scale.")
         sec.table(
             [[f"d = {m100.d}", f"{m.ode_gap:.4f} (SE {m.ode_gap_se:.4f})",
               f"{m.effective_gap:.4f} (SE {m.effective_gap_se:.4f})",
@@ -347,18 +351,19 @@ class E1Headline(Experiment[E1Plan, E1Measurements]):
                     "largest gap to the effective dynamics", "effective dynamics computed in"],
         )
         sec.para(
-            "Largest gaps over the records between the simulated mean |ρ| and each theory, "
+            "Largest gaps over the records between the simulated mean $|\\rho|$ and each theory, "
             "with the standard error of the simulated mean where the gap is largest. The "
             "simulation trails the limiting ODE early on, where the step is largest (the "
-            "finite-step correction, E5); the effective dynamics — the law of ρ_k evolved "
-            "with the exact finite-η one-step drift and diffusion, from the exact law of a "
+            "finite-step correction, [E5](#e5)); the effective dynamics — the law of "
+            "$\\rho_k$ evolved with the exact finite-$\\eta$ one-step drift and diffusion, "
+            "from the exact law of a "
             f"uniform start, {p.effective_samples} reduced draws per moment node — predicts "
             "the runs at their own step and dimension; the claims table checks it at "
             f"d = {p.big_d}."
         )
         sec.para(
-            f"Literal spot check: {p.literal_runs} runs of the literal O(L·d) algorithm, "
-            f"{p.literal_steps} steps: mean |ρ| {m.literal_mean_abs:.4f} against the chain's "
+            f"Literal spot check: {p.literal_runs} runs of the literal $O(Ld)$ algorithm, "
+            f"{p.literal_steps} steps: mean $|\\rho|$ {m.literal_mean_abs:.4f} against the chain's "
             f"{m.chain_check_mean_abs:.4f} over {m.chain_check_runs} runs (z = {m.literal_z:+.2f}). "
             f"Cost per sample: literal {m.literal_seconds_per_sample * 1e3:.2f} ms, chain "
             f"{m.chain_seconds_per_sample * 1e6:.1f} µs."
@@ -401,18 +406,28 @@ class E1Headline(Experiment[E1Plan, E1Measurements]):
             ),
         ]
 
+    def example_measurements(self, p: E1Plan) -> E1Measurements:
+        """Measurements that pass every claim (the claims tests start from them)."""
+        return E1Measurements.of(
+            seed=2606, runs=p.runs, mean_final_abs=0.9971, sd_final_abs=0.001,
+            min_final_abs=0.995, fraction_plus=0.5, ode_gap=0.05, d1000_ode_gap=0.3,
+            measured_samples_d100=60_000.0, measured_samples_d1000=float("nan"),
+            d1000_mean_final_abs=0.9, d1000_sd_final_abs=0.01, d1000_min_final_abs=0.88,
+            d1000_fraction_plus=0.5, pred_samples_d100=50_000.0, pred_samples_d1000=900_000.0,
+            literal_mean_abs=0.2, chain_check_runs=p.chain_check_runs, chain_check_mean_abs=0.2, literal_z=0.7,
+            literal_seconds_per_sample=0.02, chain_seconds_per_sample=2e-4, ode_gap_se=0.01,
+            d1000_ode_gap_se=0.005, effective_gap=0.012, effective_gap_se=0.006,
+            effective_excess=-0.006, d1000_effective_gap=0.006, d1000_effective_gap_se=0.003,
+            d1000_effective_excess=-0.003, effective_seconds=10.0, d1000_effective_seconds=5.0)
+
 
 E1 = E1Headline()
 
 
-def sweep_groups(p: E1Plan) -> dict[str, tuple[int, list[int]]]:
-    """E1's sweeps, ``{name: (runs, [d, ...])}``: one over both dimensions (grid
-    ``model.d = [d, big_d]``: run ``r`` at ``big_d`` has the seed ``(point 1, r)``) when they
-    have as many runs, else one sweep per dimension (both plans: fewer runs at ``big_d``). Run
-    ``r`` at ``d`` has the seed ``(point 0, r)`` either way."""
-    if p.big_runs == p.runs:
-        return {"E1": (p.runs, [p.model.d, p.big_d])}
-    return {"E1": (p.runs, [p.model.d]), "E1_big": (p.big_runs, [p.big_d])}
+def sweep_groups(p: E1Plan) -> dict[str, tuple[int, int]]:
+    """E1's sweeps, ``{name: (runs, d)}``: one per dimension, its runs keyed
+    ``(E1, "runs", d)``."""
+    return {"E1": (p.runs, p.model.d), "E1_big": (p.big_runs, p.big_d)}
 
 
 def first_reach(res: Result, target: float) -> float:

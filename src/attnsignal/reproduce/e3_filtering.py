@@ -23,7 +23,7 @@ import pandas as pd
 
 from ..claims import ClaimResult
 from ..config import ModelConfig, StepSize
-from ..plots import _plt, save_figure
+from ..plots import _plt, legend_below, save_figure
 from ..report import Section
 from ..validation import Integer, Real, Sequence
 from .context import ExperimentContext, sweep_spec
@@ -97,7 +97,6 @@ class E3Filtering(Experiment[E3Plan, E3Measurements]):
     name = "E3"
     title = "E3 — attention filtering"
     Plan = E3Plan
-    seed_offset = 30
     needs = (E1,)
 
     def run(self, p: E3Plan, ctx: ExperimentContext) -> E3Measurements:
@@ -105,6 +104,7 @@ class E3Filtering(Experiment[E3Plan, E3Measurements]):
         Rs = p.Rs
         base = ModelConfig(d=p.d, n_informative=Rs[0], n_nuisance=p.N, theta=p.thetas[0])
         spec = sweep_spec(base, p.step, seed=ctx.seed, runs=p.runs, steps=p.steps,
+                          spawn_key=ctx.spawn_key("runs"),
                           record_every=max(1, p.steps // 50), initial_alignment=1.0,
                           grid={"model.theta": list(p.thetas), "model.n_informative": Rs})
         data = ctx.sweep("E3", spec)
@@ -155,15 +155,17 @@ class E3Filtering(Experiment[E3Plan, E3Measurements]):
         fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.4))
         rr = np.linspace(0, 1, 200)
         ax1.errorbar(centers, means, yerr=1.96 * np.asarray(ses), fmt="o", ms=4, color="tab:blue",
-                     label="simulation (E1 runs, binned by |ρ|)")
-        ax1.plot(rr, mass_prediction(m1, rr), color="tab:red", lw=1.6, label="large-R, N prediction p(ρ)")
-        ax1.axhline(m1.n_informative / m1.n_tokens, color="gray", ls=":", lw=1, label="R/L (uniform)")
-        ax1.set_xlabel("|ρ|")
-        ax1.set_ylabel("informative mass Σ_{i∈I} α_i")
-        ax1.set_title(f"θ = {m1.theta}, N = {m1.n_nuisance // m1.n_informative}R: |ρ| → 1, "
-                      f"mass → {m.mass_weak_predicted:.3f}")
+                     label=r"simulation (E1 runs, binned by $|\rho|$)")
+        ax1.plot(rr, mass_prediction(m1, rr), color="tab:red", lw=1.6,
+                 label=r"large-$R, N$ prediction $p(\rho)$")
+        ax1.axhline(m1.n_informative / m1.n_tokens, color="gray", ls=":", lw=1,
+                    label="$R/L$ (uniform attention)")
+        ax1.set_xlabel(r"$|\rho|$")
+        ax1.set_ylabel(r"informative mass $\Sigma_{i\in I}\,\alpha_i$")
+        ax1.set_title(f"$\\theta$ = {m1.theta}, $N$ = {m1.n_nuisance // m1.n_informative}$R$: "
+                      f"$|\\rho| \\to 1$, mass $\\to$ {m.mass_weak_predicted:.3f}", fontsize=10.5)
         ax1.grid(alpha=0.3)
-        ax1.legend(fontsize=8, loc="upper left")
+        ax1.legend(fontsize=9.5, loc="upper left")
 
         th = np.linspace(0.05, max(p.thetas) * 1.15, 200)
         dn = np.logspace(np.log10(min(p.densities) / 2), np.log10(max(p.densities) * 2), 200)
@@ -173,45 +175,55 @@ class E3Filtering(Experiment[E3Plan, E3Measurements]):
         im = ax2.pcolormesh(TH, DN, P, cmap="viridis", vmin=0, vmax=1, shading="auto",
                             rasterized=True)
         cs = ax2.contour(TH, DN, P, levels=[0.1, 0.5, 0.9], colors="white", linewidths=0.8)
-        ax2.clabel(cs, fmt="%.1f", fontsize=7)
+        ax2.clabel(cs, fmt="%.1f", fontsize=9)
         ax2.scatter(conv["model.theta"], conv["R/N"], c=conv["mass"], cmap="viridis", vmin=0, vmax=1,
                     edgecolors="red", s=80, label="simulated mass at convergence")
         for _, row in conv.iterrows():
             ax2.annotate(f"{row['mass']:.2f}", (row["model.theta"], row["R/N"]), textcoords="offset points",
-                         xytext=(6, 4), fontsize=7, color="white")
+                         xytext=(6, 4), fontsize=9, color="white")
         ax2.scatter([m1.theta], [m1.n_informative / m1.n_nuisance], marker="*", s=160, color="orange",
-                    edgecolors="k", label=f"E1 (θ = {m1.theta}, N = 20R): {m.mass_weak:.3f}")
+                    edgecolors="k", label=f"E1 ($\\theta$ = {m1.theta}, $N$ = 20$R$): "
+                    f"mass {m.mass_weak:.3f}")
         ax2.set_yscale("log")
-        ax2.set_xlabel("θ")
-        ax2.set_ylabel("R/N")
-        ax2.set_title("informative mass at convergence: p(1) (colour) and simulation (dots)")
-        ax2.legend(fontsize=7, loc="lower right")
+        ax2.set_xlabel(r"$\theta$")
+        ax2.set_ylabel("$R/N$")
+        ax2.set_title("mass at convergence: $p(1)$ (colour), simulation (dots)", fontsize=10.5)
         fig.colorbar(im, ax=ax2, shrink=0.85)
-        fig.tight_layout()
+        h1, l1 = ax1.get_legend_handles_labels()
+        h2, l2 = ax2.get_legend_handles_labels()
+        ax1.get_legend().remove()
+        legend_below(fig, h1 + h2, l1 + l2, ncol=3, fontsize=9.5)
         return save_figure(fig, fig_dir / "e3_filtering")[:1]
 
     def report_section(self, p: E3Plan, m: E3Measurements, fig_dir: Path) -> Section:
         m1 = m.weak_model
         sec = Section(self.title)
         sec.para(
-            f"At θ = {m1.theta}, N = {m1.n_nuisance // m1.n_informative}R (E1) the alignment reaches "
-            f"{m.weak_final_abs:.4f} while the informative mass stays at "
-            f"{m.mass_weak:.3f} (large-R, N prediction p(1) = {m.mass_weak_predicted:.3f}): "
-            "**alignment → 1 does not imply "
-            "filtering**. The mass moves to the informative tokens only when R·e^{βθ}/N is large: at "
-            f"θ = {m.dense_theta:g}, R/N = {m.dense_density:g} it is {m.mass_dense:.3f}, with the "
-            f"largest nuisance weight {m.max_nuisance_dense:.2e}."
+            f"At $\\theta = {m1.theta}$, $N = {m1.n_nuisance // m1.n_informative}R$ "
+            f"([E1](#e1)) the alignment reaches {m.weak_final_abs:.4f} while the informative "
+            f"mass stays at {m.mass_weak:.3f} (large-$R, N$ prediction "
+            f"$p(1) = {m.mass_weak_predicted:.3f}$): **alignment → 1 does not imply "
+            "filtering**. The mass moves to the informative tokens only when "
+            "$R e^{\\beta\\theta}/N$ is large: at "
+            f"$\\theta = {m.dense_theta:g}$, $R/N = {m.dense_density:g}$ it is "
+            f"{m.mass_dense:.3f}, with the largest nuisance weight {m.max_nuisance_dense:.2e}."
         )
         show = m.convergence[["model.theta", "R/N", "mass", "p(1)", "p(|ρ|)", "max_nuisance",
-                              "abs_alignment"]].rename(
+                              "abs_alignment"]].copy()
+        for col in ("mass", "p(1)", "p(|ρ|)", "abs_alignment"):
+            show[col] = [f"{v:.3f}" for v in show[col]]
+        show["max_nuisance"] = [f"{v:.2e}" for v in show["max_nuisance"]]
+        show = show.rename(
             columns={"model.theta": "θ", "mass": "simulated mass", "max_nuisance": "largest nuisance weight",
                      "abs_alignment": "|ρ|"})
-        sec.table(show, caption=f"Runs started at q = ξ, N = {p.N}, d = {p.d}, {p.runs} runs per "
-                  f"point, mean over the second half of {p.steps} steps (seed {m.seed}). p(|ρ|) is the "
-                  "large-R, N prediction at the alignment the runs hold: where they do not stay near "
-                  "ξ (small |ρ|), the mass is that of the state reached, not of ρ = 1.")
+        sec.table(show, caption=f"Runs started at $q = \\xi$, $N = {p.N}$, $d = {p.d}$, "
+                  f"{p.runs} runs per point, mean over the second half of {p.steps} steps "
+                  f"(seed {m.seed}). $p(|\\rho|)$ is the large-$R, N$ prediction at the "
+                  "alignment the runs hold: where they do not stay near $\\xi$ (small "
+                  "$|\\rho|$), the mass is that of the state reached, not of $\\rho = 1$.")
         sec.figure(fig_dir / "e3_filtering.png",
-                   "Left: mass during training against p(ρ). Right: the phase diagram of the mass at convergence.")
+                   "Informative mass: left, during training against $p(\\rho)$; right, the "
+                   "phase diagram of the mass at convergence.")
         return sec
 
     def claims(self, p: E3Plan, m: E3Measurements) -> list[ClaimResult]:
@@ -222,7 +234,7 @@ class E3Filtering(Experiment[E3Plan, E3Measurements]):
         m1 = m.weak_model
         where = f"θ = {m1.theta:g}, N = {m1.n_nuisance // m1.n_informative}R"
         if dense_ok and weak_matches_theory:
-            verdict = f"holds only when R·e^{{βθ}}/N is large: at {where} the mass stays ≈ p(1)"
+            verdict = f"holds only when $R e^{{βθ}}/N$ is large: at {where} the mass stays ≈ p(1)"
         else:
             verdict = "FAIL"
         return [ClaimResult(
@@ -235,6 +247,16 @@ class E3Filtering(Experiment[E3Plan, E3Measurements]):
             f"weak case within {p.weak_mass_rel:.0%} of p(1)",
             verdict,
         )]
+
+    def example_measurements(self, p: E3Plan) -> E3Measurements:
+        """Measurements that pass every claim (the claims tests start from them): E1's
+        model as the weak case, its mass at the prediction ``p(1)``."""
+        weak = E1.Plan.full().model
+        p1 = float(mass_prediction(weak, 1.0))
+        return E3Measurements.of(
+            seed=2636, mass_weak=p1, mass_weak_predicted=p1, mass_dense=0.97,
+            max_nuisance_dense=1e-4, dense_theta=max(p.thetas), dense_density=max(p.densities),
+            weak_final_abs=0.997, weak_model=weak)
 
 
 E3 = E3Filtering()

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..claims import ClaimResult, passed
 from ..config import ModelConfig, StepSize
-from ..plots import _plt, save_figure
+from ..plots import _plt, legend_below, save_figure, tex_powers
 from ..report import Section
 from ..validation import Integer
 from .context import ExperimentContext, sweep_spec
@@ -71,7 +71,6 @@ class E4Plan(PlanSection):
 @dataclass(frozen=True)
 class E4Measurements(Measurements):
     seed: int
-    boundary_seed: int
     stable_interior: int
     monotone_configs: int
     configs: int
@@ -95,7 +94,6 @@ class E4Landscape(Experiment[E4Plan, E4Measurements]):
     name = "E4"
     title = "E4 — landscape, fixed points and basins"
     Plan = E4Plan
-    seed_offset = 40
 
     def run(self, p: E4Plan, ctx: ExperimentContext) -> E4Measurements:
         from ..theory import dphi_interpolant, landscape, landscape_verdict, phi_interpolant
@@ -103,7 +101,8 @@ class E4Landscape(Experiment[E4Plan, E4Measurements]):
         m2 = p.model
         every = max(1, p.steps // 50)
         uniform = ctx.submit("E4", sweep_spec(m2, p.step, seed=ctx.seed, runs=p.runs,
-                                               steps=p.steps, record_every=every))
+                                               steps=p.steps, record_every=every,
+                                               spawn_key=ctx.spawn_key("uniform")))
         b2 = landscape_verdict(m2)
         # the basin boundary: runs from fixed starts around the interior minimum ρ*
         interior = [q.rho for q in b2.fixed_points if abs(q.rho) < 1 and not q.stable]
@@ -112,7 +111,8 @@ class E4Landscape(Experiment[E4Plan, E4Measurements]):
         if rstar is not None:
             starts = [round(float(np.clip(rstar + o, -0.999, 0.999)), 4) for o in BOUNDARY_OFFSETS]
             boundary = ctx.submit("E4_boundary", sweep_spec(
-                m2, p.step, seed=ctx.seed + 1, runs=p.boundary_runs, steps=p.steps,
+                m2, p.step, seed=ctx.seed, runs=p.boundary_runs, steps=p.steps,
+                spawn_key=ctx.spawn_key("boundary"),
                 record_every=p.steps, initial_alignment=starts[0],
                 grid={"sweep.initial_alignment": starts}))
 
@@ -141,10 +141,8 @@ class E4Landscape(Experiment[E4Plan, E4Measurements]):
         p_uniform = b_plus.probability_uniform_start if b_plus else float("nan")
         n = final.size
         rows: list[tuple[float, float, float, int]] = []
-        boundary_seed = -1
         if boundary is not None:
             fb = boundary.result()
-            boundary_seed = fb.spec.points()[0].run.seed
             last = fb.frame[fb.frame["step"] == fb.frame["step"].max()]
             for r0 in starts:
                 fin = last[last["sweep.initial_alignment"] == r0]["alignment"].to_numpy()
@@ -152,7 +150,7 @@ class E4Landscape(Experiment[E4Plan, E4Measurements]):
                 pred = 0.0 if abs(r0 - rstar) <= 1e-4 else b2.attractor_of(r0)
                 rows.append((r0, float((fin > 0).mean()), pred, int(fin.size)))
         return E4Measurements(
-            seed=res.run.seed, boundary_seed=boundary_seed,
+            seed=res.run.seed,
             stable_interior=stable_interior, monotone_configs=monotone, configs=len(models),
             fraction_plus=float((final > 0).mean()),
             fraction_predicted=float(np.nanmean(predicted > 0)),
@@ -169,13 +167,13 @@ class E4Landscape(Experiment[E4Plan, E4Measurements]):
         fig, axes = plt.subplots(2, len(m.curves), figsize=(4.2 * len(m.curves), 6.4), squeeze=False)
         for j, (mod, phi, phi_inf, dphi, b) in enumerate(m.curves):
             ax, axf = axes[0, j], axes[1, j]
-            ax.plot(rho, phi, color="navy", lw=1.8, label="Φ exact (finite R, N)")
-            ax.plot(rho, phi_inf, color="tab:orange", ls="--", lw=1.2, label="Φ∞ (large R, N)")
-            ax.set_title(f"d={mod.d}, R={mod.n_informative}, N={mod.n_nuisance}, θ={mod.theta:g}",
-                         fontsize=9)
-            ax.set_ylabel("Φ(ρ) = E‖f‖²")
+            ax.plot(rho, phi, color="navy", lw=1.8, label=r"$\Phi$ exact (finite $R, N$)")
+            ax.plot(rho, phi_inf, color="tab:orange", ls="--", lw=1.2,
+                    label=r"$\Phi_\infty$ (large $R, N$)")
+            ax.set_title(f"$d$ = {mod.d}, $R$ = {mod.n_informative}, $N$ = {mod.n_nuisance}, "
+                         f"$\\theta$ = {mod.theta:g}", fontsize=10)
+            ax.set_ylabel(r"$\Phi(\rho) = \mathbb{E}\,\|f\|^2$")
             ax.grid(alpha=0.3)
-            ax.legend(fontsize=7)
             fld = (1 - rho**2) * dphi
             axf.plot(rho, fld, color="tab:green", lw=1.6)
             axf.axhline(0, color="k", lw=0.6)
@@ -183,13 +181,14 @@ class E4Landscape(Experiment[E4Plan, E4Measurements]):
                 axf.plot([q.rho], [0], "o", ms=7, mfc="k" if q.stable else "white", mec="k")
             for bb in b.basins:
                 axf.axvspan(bb.lo, bb.hi, color="tab:blue" if bb.attractor > 0 else "tab:red", alpha=0.08)
-            axf.set_xlabel("ρ")
-            axf.set_ylabel("(1 − ρ²) Φ'(ρ)")
+            axf.set_xlabel(r"$\rho$")
+            axf.set_ylabel(r"$(1 - \rho^2)\,\Phi'(\rho)$")
             axf.grid(alpha=0.3)
-            axf.set_title(_wrap(b.verdict), fontsize=7)
+            axf.set_title(tex_powers(_wrap(b.verdict, 48)), fontsize=9)
         fig.suptitle("E4 — landscape and vector field (● attracting, ○ repelling; shaded: basins)",
-                     fontsize=10)
-        fig.tight_layout()
+                     fontsize=11)
+        handles, labels = axes[0, 0].get_legend_handles_labels()
+        legend_below(fig, handles, labels, ncol=2, fontsize=10)
         out = save_figure(fig, fig_dir / "e4_landscape")[:1]
         if not m.boundary:
             return out
@@ -199,37 +198,38 @@ class E4Landscape(Experiment[E4Plan, E4Measurements]):
         fr = np.array([r[1] for r in m.boundary])
         nn = np.array([r[3] for r in m.boundary])
         axb.errorbar(xs, fr, yerr=1.96 * np.sqrt(np.maximum(fr * (1 - fr), 0.25 / nn) / nn),
-                     fmt="o", color="navy", label=f"simulation ({p.boundary_runs} runs per start)")
+                     fmt="o", color="navy", label=f"simulation ({p.boundary_runs} runs per start, "
+                     "95 % interval)")
         grid_r = np.linspace(min(xs) - 0.05, max(xs) + 0.05, 400)
         axb.plot(grid_r, (grid_r > m.rstar).astype(float), color="tab:red", lw=1.5,
-                 label=f"ODE basins (ρ* = {m.rstar:.3f})")
-        axb.set_xlabel("initial alignment ρ0")
-        axb.set_ylabel("fraction of runs reaching +ξ")
+                 label=f"ODE basins ($\\rho^*$ = {m.rstar:.3f})")
+        axb.set_xlabel(r"initial alignment $\rho_0$")
+        axb.set_ylabel(r"fraction of runs reaching $+\xi$")
         axb.set_ylim(-0.05, 1.05)
         axb.grid(alpha=0.3)
-        axb.legend(fontsize=8, loc="upper left")
-        axb.set_title(f"E4 — two attracting signs: d={m2.d}, R={m2.n_informative}, "
-                      f"N={m2.n_nuisance}, θ={m2.theta:g}", fontsize=9)
-        fig2.tight_layout()
+        axb.set_title(f"E4 — two attracting signs: $d$ = {m2.d}, $R$ = {m2.n_informative}, "
+                      f"$N$ = {m2.n_nuisance}, $\\theta$ = {m2.theta:g}", fontsize=10)
+        handles, labels = axb.get_legend_handles_labels()
+        legend_below(fig2, handles, labels, ncol=2, fontsize=9.5)
         return out + save_figure(fig2, fig_dir / "e4_basins")[:1]
 
     def report_section(self, p: E4Plan, m: E4Measurements, fig_dir: Path) -> Section:
         m2 = p.model
         sec = Section(self.title)
-        rows = [[mod.d, mod.n_informative, mod.n_nuisance, f"{mod.theta:g}", b.verdict]
-                for mod, b in m.verdicts]
-        sec.table(rows, header=["d", "R", "N", "θ", "fixed points and basins (exact Φ)"])
+        sec.table(verdict_rows(m.verdicts),
+                  header=["d", "R", "N", "θ", "configurations", "fixed points and basins (exact Φ)"])
         sec.para(
-            f"Two attracting signs (d = {m2.d}, R = {m2.n_informative}, N = {m2.n_nuisance}, "
-            f"θ = {m2.theta:g}): {m.runs} runs from uniform starts, {p.steps} steps (seed "
-            f"{m.seed}). Fraction at +ξ: "
+            f"Two attracting signs ($d = {m2.d}$, $R = {m2.n_informative}$, "
+            f"$N = {m2.n_nuisance}$, $\\theta = {m2.theta:g}$): {m.runs} runs from uniform "
+            f"starts, {p.steps} steps (seed {m.seed}). Fraction at +ξ: "
             f"**{m.fraction_plus:.3f}**; the ODE basins predict {m.fraction_predicted:.3f} from the "
             f"runs' own starts (a uniform start lands in the basin of +ξ with probability "
             f"{m.p_uniform:.3f} ± {m.p_uniform_se:.3f}); "
             f"the sign of {m.sign_agreement:.1%} of the runs is the one their start predicts."
         )
         sec.figure(fig_dir / "e4_landscape.png",
-                   "Φ (top) and the vector field (bottom) with fixed points and basins.")
+                   "Landscape $\\Phi$ (top) and the vector field (bottom) with fixed points "
+                   "and basins.")
         if m.boundary:
             sec.para(
                 "From fixed starts around the interior minimum the ODE predicts a sharp boundary "
@@ -238,7 +238,8 @@ class E4Landscape(Experiment[E4Plan, E4Measurements]):
                        for r0, fr, pred, n in m.boundary],
                       header=["ρ0", "fraction at +ξ", "ODE basin", "runs"])
             sec.figure(fig_dir / "e4_basins.png",
-                       "Fraction of runs reaching +ξ against the start, and the ODE's basin boundary.")
+                       "Basin boundary: the fraction of runs reaching $+\\xi$ against the start, "
+                       "and the ODE's basins.")
         return sec
 
     def claims(self, p: E4Plan, m: E4Measurements) -> list[ClaimResult]:
@@ -250,8 +251,30 @@ class E4Landscape(Experiment[E4Plan, E4Measurements]):
             passed(m.stable_interior == 0),
         )]
 
+    def example_measurements(self, p: E4Plan) -> E4Measurements:
+        """Measurements that pass every claim (the claims tests start from them)."""
+        return E4Measurements.of(
+            seed=2646, stable_interior=0, monotone_configs=12, configs=12,
+            fraction_plus=0.86, fraction_predicted=0.86, p_uniform=0.865, p_uniform_se=0.02,
+            sign_agreement=0.98, runs=p.runs, boundary=[], rstar=-0.15)
+
 
 E4 = E4Landscape()
+
+
+def verdict_rows(verdicts: list[tuple[ModelConfig, Any]]) -> list[list[str]]:
+    """One row per distinct verdict (configurations with the same fixed points and basins
+    share it): each column lists its distinct values, with the number of configurations."""
+    groups: dict[str, list[ModelConfig]] = {}
+    for mod, b in verdicts:
+        groups.setdefault(tex_powers(b.verdict), []).append(mod)
+
+    def values(xs: list[Any]) -> str:
+        return ", ".join(f"{x:g}" for x in sorted(set(xs)))
+
+    return [[values([m.d for m in mods]), values([m.n_informative for m in mods]),
+             values([m.n_nuisance for m in mods]), values([m.theta for m in mods]),
+             str(len(mods)), verdict] for verdict, mods in groups.items()]
 
 
 def _wrap(text: str, width: int = 60) -> str:

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from ..config import ModelConfig, StepSize
-from ..plots import _plt, save_figure
+from ..plots import _plt, legend_below, save_figure
 from ..report import Section
 from ..schedules import step_at_time
 from ..validation import Integer, Real, Sequence
@@ -70,7 +70,6 @@ class E5Plan(PlanSection):
 @dataclass(frozen=True)
 class E5Measurements(Measurements):
     seed: int
-    sa_seed: int
     gaps: list[float]
     gap_shrinks: bool
     smallest_gap: float
@@ -97,7 +96,6 @@ class E5Tracking(Experiment[E5Plan, E5Measurements]):
     name = "E5"
     title = "E5 — the recursion tracks the limiting ODE"
     Plan = E5Plan
-    seed_offset = 50
 
     def run(self, p: E5Plan, ctx: ExperimentContext) -> E5Measurements:
         from ..theory import sa_diagnostics, tracking
@@ -112,16 +110,19 @@ class E5Tracking(Experiment[E5Plan, E5Measurements]):
             steps_to_T.append(K)
             pending.append(ctx.submit(f"E5_eta{i}", sweep_spec(
                 m, st, seed=ctx.seed, runs=p.runs, steps=K, record_every=max(1, K // 100),
+                spawn_key=ctx.spawn_key("runs", i),
                 initial_alignment=p.rho0)))
             eff_pending.append(ctx.compute(
                 effective_path, m, st, steps=K, record_every=max(1, K // 100),
-                initial_alignment=p.rho0, n_samples=p.effective_samples, seed=ctx.seed + 2,
+                initial_alignment=p.rho0, n_samples=p.effective_samples,
+                seed=ctx.stream("effective"),
                 cost=effective_cost(m, p.effective_samples)))
         # SA diagnostics: the largest η0 continued to ODE time sa_T
         st = p.schedule_at(p.eta0s[0])
         K = int(step_at_time(st, p.sa_T)) + 1
         long_pending = ctx.submit("E5_sa", sweep_spec(
-            m, st, seed=ctx.seed + 1, runs=min(p.runs, p.sa_runs), steps=K,
+            m, st, seed=ctx.seed, runs=min(p.runs, p.sa_runs), steps=K,
+            spawn_key=ctx.spawn_key("sa"),
             record_every=max(1, K // 400), initial_alignment=p.rho0))
 
         results = [f.result().result_at() for f in pending]
@@ -134,11 +135,11 @@ class E5Tracking(Experiment[E5Plan, E5Measurements]):
               for e, tr in zip(effs, tracks)]
         og = [mean_gap(tr.sim_mean, tr.sim_se, tr.steps, tr.ode) for tr in tracks]
         long_run = long_pending.result().result_at()
-        diag = sa_diagnostics(long_run, m, T=1.0)
+        diag = sa_diagnostics(long_run, m, T=1.0, seed=ctx.stream("sa_variance"))
         w = np.asarray(diag.window_max_mean)
         ok = np.isfinite(w)
         return E5Measurements(
-            seed=results[0].run.seed, sa_seed=long_run.run.seed, gaps=gaps,
+            seed=results[0].run.seed, gaps=gaps,
             gap_shrinks=bool(all(a > b for a, b in zip(gaps, gaps[1:]))),
             smallest_gap=gaps[-1], window_first=float(w[ok][0]), window_last=float(w[ok][-1]),
             steps_to_T=steps_to_T, effective_gaps=[g.gap for g in eg],
@@ -151,35 +152,35 @@ class E5Tracking(Experiment[E5Plan, E5Measurements]):
 
         mod = p.model
         plt = _plt()
-        fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11.5, 4.2))
+        fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.6))
         colors = plt.cm.viridis(np.linspace(0, 0.85, len(p.eta0s)))
         for c, eta0, tr, eff, eg in zip(colors, p.eta0s, m.tracks, m.effs, m.effective_gaps):
             ax1.fill_between(tr.t, tr.lower, tr.upper, color=c, alpha=0.25)
             ax1.plot(tr.t, tr.sim_mean, color=c, lw=1.4,
-                     label=f"η0 = {eta0:g} (gap {tr.gap:.3f}; effective {eg:.3f})")
+                     label=f"$\\eta_0$ = {eta0:g} (gap {tr.gap:.3f}; effective {eg:.3f})")
             ax1.plot(tr.t, eff.values(tr.mode == "signed"), color=c, ls=":", lw=1.6)
         ax1.plot(tr.t, tr.ode, color="k", ls="--", lw=1.6, label="limiting ODE")
-        ax1.plot([], [], color="gray", ls=":", lw=1.6, label="effective dynamics (each η0)")
-        ax1.set_xlabel("ODE time t")
-        ax1.set_ylabel("mean ρ (band: ± 1.96 se)" if tr.mode == "signed"
-                       else "mean |ρ| (band: ± 1.96 se)")
-        ax1.set_title(f"d={mod.d}, R={mod.n_informative}, N={mod.n_nuisance}, θ={mod.theta:g}, "
-                      f"ρ0={p.rho0}")
+        ax1.plot([], [], color="gray", ls=":", lw=1.6, label=r"effective dynamics (each $\eta_0$)")
+        ax1.set_xlabel("ODE time $t$")
+        ax1.set_ylabel(r"mean $\rho$ (band: ± 1.96 se)" if tr.mode == "signed"
+                       else r"mean $|\rho|$ (band: ± 1.96 se)")
+        ax1.set_title(f"$d$ = {mod.d}, $R$ = {mod.n_informative}, $N$ = {mod.n_nuisance}, "
+                      f"$\\theta$ = {mod.theta:g}, $\\rho_0$ = {p.rho0}", fontsize=10.5)
         ax1.grid(alpha=0.3)
-        ax1.legend(fontsize=8)
         ax2.loglog(p.eta0s, m.gaps, "o-", color="navy", label="largest gap to the limiting ODE")
         ax2.loglog(p.eta0s, m.gaps[0] * np.asarray(p.eta0s) / p.eta0s[0], ":",
-                   color="gray", label="∝ η0")
+                   color="gray", label=r"$\propto \eta_0$")
         ax2.loglog(p.eta0s, m.effective_gaps, "s-", color="tab:green",
                    label="largest gap to the effective dynamics")
         ax2.loglog(p.eta0s, 3 * np.asarray(m.effective_gap_se), "v:", color="tab:green",
                    alpha=0.6, label="3 SE of the simulated mean there")
-        ax2.set_xlabel("η0")
-        ax2.set_ylabel("sup |mean ρ − prediction|")
-        ax2.set_title(f"tracking error, T = {p.T:g}")
+        ax2.set_xlabel(r"$\eta_0$")
+        ax2.set_ylabel(r"$\sup_t\, |\mathrm{mean}\,\rho - \mathrm{prediction}|$")
+        ax2.set_title(f"tracking error, $T$ = {p.T:g}", fontsize=10.5)
         ax2.grid(alpha=0.3, which="both")
-        ax2.legend(fontsize=8)
-        fig.tight_layout()
+        h1, l1 = ax1.get_legend_handles_labels()
+        h2, l2 = ax2.get_legend_handles_labels()
+        legend_below(fig, h1 + h2, l1 + l2, ncol=3, fontsize=9.5)
         out = save_figure(fig, fig_dir / "e5_tracking")[:1]
         return out + plot_sa_diagnostics(m.diagnostics, fig_dir / "e5_sa_diagnostics")[:1]
 
@@ -187,8 +188,10 @@ class E5Tracking(Experiment[E5Plan, E5Measurements]):
         sch = p.schedule
         sec = Section(self.title)
         sec.para(
-            f"{p.runs} runs per schedule from ρ0 = {p.rho0}, η_k = η0 (1 + k/{sch.k0:g})^(−{sch.power:g}), "
-            f"compared with dρ/dt = (1 − ρ²)Φ'(ρ) (exact Φ) over t ∈ [0, {p.T:g}] (seed {m.seed}). "
+            f"{p.runs} runs per schedule from $\\rho_0 = {p.rho0}$, "
+            f"$\\eta_k = \\eta_0\\,(1 + k/{sch.k0:g})^{{-{sch.power:g}}}$, compared with "
+            f"$d\\rho/dt = (1 - \\rho^2)\\,\\Phi'(\\rho)$ (exact $\\Phi$) over "
+            f"$t \\in [0, {p.T:g}]$ (seed {m.seed}). "
             "The largest gap "
             + ("**shrinks** as η0 decreases." if m.gap_shrinks else "does **not** shrink monotonically.")
         )
@@ -204,7 +207,7 @@ class E5Tracking(Experiment[E5Plan, E5Measurements]):
                                 "max(effective gap − 3 SE)"])
         per_eta = ", ".join(f"{g / e:.2f}" for g, e in zip(m.gaps, p.eta0s))
         sec.para(
-            f"Gap/η0 = {per_eta}: the gap is the O(η) bias of the finite step, not "
+            f"Gap/η0 = {per_eta}: the gap is the $O(\\eta)$ bias of the finite step, not "
             f"Monte-Carlo noise — halving η0 halves it — so with {p.runs} runs the ODE lies "
             "outside the ± 1.96 se band of the mean even as the gap goes to zero."
         )
@@ -212,12 +215,13 @@ class E5Tracking(Experiment[E5Plan, E5Measurements]):
         # nodes, 3e-7 off, where the runs' SE is 0)
         within = all(x <= 1e-4 for x in m.effective_excess)
         sec.para(
-            f"The effective dynamics (same schedules, steps, records and start ρ0 = {p.rho0}; "
+            f"The effective dynamics (same schedules, steps, records and start "
+            f"$\\rho_0 = {p.rho0}$; "
             f"{p.effective_samples} reduced draws per moment node) has largest gaps "
             + ", ".join(f"{g:.4f}" for g in m.effective_gaps)
             + " against the limiting ODE's " + ", ".join(f"{g:.4f}" for g in m.gaps)
             + (" and stays within 3 standard errors of the simulated mean at every record for "
-               "every η0: it removes the O(η) bias of the limit, its remaining gap is the "
+               "every $\\eta_0$: it removes the $O(\\eta)$ bias of the limit, its remaining gap is the "
                "Monte-Carlo error of the runs." if within else
                "; it exceeds 3 standard errors of the simulated mean at some record for η0 = "
                + ", ".join(f"{e:g}" for e, x in zip(p.eta0s, m.effective_excess) if x > 1e-4)
@@ -225,23 +229,35 @@ class E5Tracking(Experiment[E5Plan, E5Measurements]):
         )
         largest = p.eta0s[0]
         sec.figure(fig_dir / "e5_tracking.png",
-                   "Mean alignment against the limiting ODE (dashed) and the effective dynamics "
-                   "(dotted, one per η0); the largest gaps against η0.")
+                   "Tracking: the mean alignment against the limiting ODE (dashed) and the "
+                   "effective dynamics (dotted, one per $\\eta_0$); right, the largest gaps "
+                   "against $\\eta_0$.")
         sec.figure(fig_dir / "e5_sa_diagnostics.png",
-                   f"Stochastic-approximation diagnostics at η0 = {largest:g} over t ∈ [0, "
-                   f"{p.sa_T:g}]: the noise budget Σ η_k² V(ρ_k) (finite under Robbins–Monro) "
+                   f"Stochastic-approximation diagnostics at $\\eta_0 = {largest:g}$ over "
+                   f"$t \\in [0, {p.sa_T:g}]$: the noise budget "
+                   "$\\sum_k \\eta_k^2 V(\\rho_k)$ (finite under Robbins–Monro) "
                    "and the largest martingale sum over windows of ODE length 1, which shrinks.")
         diag = m.diagnostics
         w = np.asarray(diag.window_max_mean)
         ok = np.isfinite(w)
         sec.para(
-            f"Martingale window maxima at η0 = {largest:g} (mean over runs, windows of ODE length 1): "
+            f"Martingale window maxima at $\\eta_0 = {largest:g}$ (mean over runs, windows of "
+            "ODE length 1): "
             f"{m.window_first:.4f} for the first window, {m.window_last:.4f} for the last (t ≈ "
             f"{float(diag.t[ok][-1]):.1f}); noise budget at the end of the run "
-            f"{float(diag.noise_budget[-1]):.3g}, remaining {float(diag.noise_remaining[-1]):.3g} "
-            f"(seed {m.sa_seed})."
+            f"{float(diag.noise_budget[-1]):.3g}, remaining {float(diag.noise_remaining[-1]):.3g}."
         )
         return sec
+
+    def example_measurements(self, p: E5Plan) -> E5Measurements:
+        """Measurements of the kind E5 reports (it checks no claim)."""
+        n = len(p.eta0s)
+        gaps = [0.08 / 2 ** i for i in range(n)]
+        return E5Measurements.of(
+            seed=2656, gaps=gaps, gap_shrinks=True, smallest_gap=gaps[-1],
+            window_first=0.1, window_last=0.05, steps_to_T=[100 * 2 ** i for i in range(n)],
+            effective_gaps=[0.005] * n, effective_gap_se=[0.003] * n,
+            effective_excess=[-0.004] * n, ode_excess=[g - 0.01 for g in gaps])
 
 
 E5 = E5Tracking()

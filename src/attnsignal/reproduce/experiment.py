@@ -30,19 +30,23 @@ How to add an experiment (one module plus one line)
            result: Result = data_field()         # arrays / objects: figures and prose only
 
        class E6Baselines(Experiment[E6Plan, E6Measurements]):
-           name, title, seed_offset = "E6", "E6 — attention against simple estimators", 60
+           name, title = "E6", "E6 — attention against simple estimators"
            Plan = E6Plan
            needs = (E1,)                         # optional: typed inputs from E1
-           def run(self, p, ctx): ...            # ctx.sweep(...), ctx.seed, ctx.needed(E1)
+           def run(self, p, ctx): ...            # ctx.sweep(...), ctx.stream(...), ctx.needed(E1)
            def figures(self, p, m, fig_dir): ...
            def report_section(self, p, m, fig_dir): ...
            def claims(self, p, m): ...
+           def example_measurements(self, p): ...   # numbers under which the claims hold
 
 2. Append ``E6Baselines()`` to ``EXPERIMENTS`` in :mod:`attnsignal.reproduce.registry`.
 
 The plan (full and quick), the task graph, ``measurements.json``, the claims table, the report
 and ``--profile`` pick it up from the registry. Sweeps go through ``ctx.sweep`` so they share
-the pool; seeds are ``ctx.seed + k`` (``seed_offset`` keeps experiments' streams apart).
+the pool; every random stream is keyed by the experiment and a purpose —
+``ctx.stream("literal")`` for a simulation's or a theory function's ``seed``,
+``sweep_spec(..., seed=ctx.seed, spawn_key=ctx.spawn_key("runs"))`` for a sweep — so no two
+streams of the reproduction meet (:mod:`attnsignal.seeds`).
 An overlay on an existing experiment (effective dynamics on E1/E5) is a new field of its
 measurements computed in its ``run`` and drawn in its ``figures``.
 """
@@ -136,6 +140,13 @@ class Measurements:
         return {f.name: _jsonable(getattr(self, f.name)) for f in fields(self)
                 if not f.metadata.get("data")}
 
+    @classmethod
+    def of(cls, **values: Any):
+        """Measurements with the given values; the data fields not given are None (the claims
+        read numbers only: :meth:`Experiment.example_measurements`)."""
+        data = {f.name: None for f in fields(cls) if f.metadata.get("data")}
+        return cls(**{**data, **values})
+
 
 def _jsonable(x: Any) -> Any:
     if isinstance(x, Mapping):
@@ -167,8 +178,6 @@ class Experiment(ABC, Generic[P, M]):
     title: ClassVar[str]
     #: the plan section class (``full()`` and ``quick()``)
     Plan: ClassVar[type[PlanSection]]
-    #: this experiment's seeds are ``plan.seed + seed_offset + k``
-    seed_offset: ClassVar[int] = 0
     #: experiments whose measurements ``run`` reads via ``ctx.needed`` (earlier in the registry)
     needs: ClassVar[tuple["Experiment[Any, Any]", ...]] = ()
 
@@ -193,6 +202,13 @@ class Experiment(ABC, Generic[P, M]):
     def claims(self, p: P, m: M) -> list["ClaimResult"]:
         """The claims this experiment checks (none by default)."""
         return []
+
+    def example_measurements(self, p: P) -> M:
+        """Measurements (numbers only, :meth:`Measurements.of`) under which every claim of
+        this experiment holds with plan section ``p``'s tolerances, in both modes. The claims
+        tests start from them for every registered experiment, and move one number at a time
+        to show that each claim can fail: a registered experiment must give them."""
+        raise NotImplementedError(f"{self.name}: example_measurements is not implemented")
 
     def __repr__(self) -> str:
         return f"<experiment {self.name}>"

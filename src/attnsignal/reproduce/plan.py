@@ -83,10 +83,6 @@ class Plan:
         return Plan(mode=self.mode, seed=self.seed,
                     sections={**self.sections, exp.name: section})
 
-    def seed_of(self, exp: "Experiment[Any, Any]") -> int:
-        """The first seed of ``exp``: the root seed plus its offset."""
-        return self.seed + exp.seed_offset
-
     def to_dict(self) -> dict[str, Any]:
         return {"mode": self.mode, "seed": self.seed,
                 **{k: v.to_dict() for k, v in self.sections.items()}}

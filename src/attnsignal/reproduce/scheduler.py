@@ -9,8 +9,8 @@ leave, the pool's workers start (and load or compile the kernels) once instead o
 sweep, and the coordinator's theory, analysis and figures run while the workers simulate.
 
 Determinism: a task's result does not depend on where or when it runs (run ``r`` of grid point
-``p`` draws from ``SeedSequence(seed, spawn_key=(p, r))``), so the schedule changes timings,
-never numbers.
+``p`` draws from ``SeedSequence(seed, spawn_key=(*key, p, r))``), so the schedule changes
+timings, never numbers.
 
 The pool implements the sweep layer's ``Executor`` protocol (``run(tasks)`` yields
 ``(task, outcome or exception)`` as tasks finish; ``close()``), and ``run`` may be called from

@@ -12,7 +12,8 @@ Python::
 Command line: ``attnsignal sweep SPEC --out DIR [--executor local|dask] [--scheduler ADDR]
 [--workers N] [--chunk-runs K]`` and ``attnsignal sweep status DIR``.
 
-Determinism: run ``r`` of grid point ``p`` uses ``SeedSequence(seed, spawn_key=(p, r))``, so
+Determinism: run ``r`` of grid point ``p`` uses ``SeedSequence(seed, spawn_key=(*key, p, r))``
+(``key``: the ``[sweep]`` table's ``spawn_key``, empty by default), so
 the frame is bit-identical for any executor, number of workers and chunk size. A point's
 index is its position in the product of the grid axes in the order the spec writes them.
 

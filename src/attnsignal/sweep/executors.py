@@ -123,11 +123,32 @@ def _watch_coordinator(pid: int) -> None:
 
 def _init_worker(coordinator: int) -> None:
     mark_worker_process()
+    # numba's threading layer makes a process lock from the default context when it starts
+    # (a worker's first task). Under 'forkserver' that is a named semaphore registered with
+    # the resource tracker, and a worker terminated mid-task (a sweep stopped by SIGTERM)
+    # leaves it to a "leaked semaphore" warning at exit; under 'fork' it is unlinked at once
+    # and never tracked. It guards this process only, and a worker starts no processes.
+    if mp.get_start_method(allow_none=True) == "forkserver":
+        mp.set_start_method("fork", force=True)
     threading.Thread(target=_watch_coordinator, args=(coordinator,), daemon=True).start()
 
 
+def _terminate_workers(pool: ProcessPoolExecutor) -> None:
+    """SIGTERM the pool's worker processes, so that its shutdown does not wait for their
+    running tasks (whose shards a later run recomputes). The pool's own process table is
+    the only list of them (``ProcessPoolExecutor`` has no public way before Python 3.14)."""
+    for proc in list((getattr(pool, "_processes", None) or {}).values()):
+        try:
+            proc.terminate()
+        except (OSError, ValueError, AttributeError):  # gone already
+            pass
+
+
 class LocalExecutor:
-    """A process pool on this machine."""
+    """A process pool on this machine. Stopped part-way (an exception in the caller while
+    it iterates, e.g. a signal, or the iterator closed), it terminates its workers and
+    shuts the pool down before the exception goes on: no worker outlives it, and the
+    pool's semaphores are released (no "leaked semaphore" warning at exit)."""
 
     def __init__(self, workers: int | None = None, retries: int = 2):
         self.workers = workers or os.cpu_count() or 1
@@ -159,6 +180,9 @@ class LocalExecutor:
                         res = exc
                     finished.add(t.key)
                     yield t, res
+            except BaseException:  # stopped (a signal, the caller closing us): stop now
+                _terminate_workers(pool)
+                raise
             finally:
                 pool.shutdown(wait=True, cancel_futures=True)
             remaining = [t for t in remaining if t.key not in finished]

@@ -14,7 +14,7 @@ import time
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 from ..config import ConfigError, NotRobbinsMonroWarning
 from ..engines import get_engine
@@ -329,7 +329,23 @@ def _execute(ex: Executor, todo: list[Task], writer: ManifestWriter, bar: _Bar,
     """Run ``todo`` on ``ex``, record outcomes, append failures. Returns (computed,
     diverged runs)."""
     computed = diverged = 0
-    for t, res in ex.run(todo):
+    finished = ex.run(todo)
+    try:
+        computed, diverged = _record(finished, writer, bar, values, failures, on_task)
+    finally:  # stopped part-way (a signal): the executor stops its workers now
+        close = getattr(finished, "close", None)
+        if close is not None:
+            close()
+    return computed, diverged
+
+
+def _record(finished: Iterator[tuple[Task, TaskOutcome | BaseException]],
+            writer: ManifestWriter, bar: _Bar, values: Mapping[int, Mapping[str, Any]],
+            failures: list[TaskFailure],
+            on_task: Callable[[Task, TaskOutcome | BaseException], None] | None,
+            ) -> tuple[int, int]:
+    computed = diverged = 0
+    for t, res in finished:
         if isinstance(res, TaskOutcome) and not os.path.exists(t.path):
             res = RuntimeError(
                 f"the worker {res.worker} wrote {t.path}, which this machine does not see: "

@@ -116,22 +116,30 @@ def _lines(coerce: Callable[[str], str] = str.strip) -> Callable[[Any], tuple[st
 
 #: One constraint per field (:mod:`attnsignal.validation`).
 _TABLE = {
-    "partition": Optional(Predicate(_is_name, "must be a partition name without spaces", str)),
-    "account": Optional(Predicate(_is_name, "must be an account name without spaces", str)),
+    "partition": Optional(Predicate(_is_name, "must be a partition name without spaces", str,
+                                    examples=("short",), counterexamples=("a b", "", 3))),
+    "account": Optional(Predicate(_is_name, "must be an account name without spaces", str,
+                                  examples=("lab",), counterexamples=("a b", "", 3))),
     "walltime": Predicate(_is_time, "must be a Slurm time such as '01:30:00', '90' (minutes) or "
-                          "'2-00:00:00'", str),
+                          "'2-00:00:00'", str, examples=("01:00:00",),
+                          counterexamples=("soon", "0", "1:2:3:4", 60)),
     "memory": Predicate(_is_size, "must be a positive size such as '4GB', '500MB' or '2GiB'",
-                        str),
+                        str, examples=("4GB",), counterexamples=("4", "0GB", "lots", 4)),
     "cores": Integer(ge=1, le=4096),
     "jobs": Integer(ge=1, le=100_000),
     "sbatch": Predicate(lambda v: _is_lines(v, lambda s: _directive(s).startswith("-")),
                         "must be a list of sbatch options such as '--qos=short' (the '#SBATCH ' "
-                        "prefix is added)", _lines(_directive)),
-    "prologue": Predicate(_is_lines, "must be a list of one-line shell commands", _lines()),
+                        "prefix is added)", _lines(_directive), examples=(("--qos=short",),),
+                        counterexamples=("--qos=short", ("qos",), ("a\nb",))),
+    "prologue": Predicate(_is_lines, "must be a list of one-line shell commands", _lines(),
+                          examples=(("module load python",),),
+                          counterexamples=("ls", ("",), ("a\nb",))),
     "interface": Optional(Predicate(_is_name, "must be a network interface name such as 'ib0'",
-                                    str)),
-    "log_directory": Optional(Predicate(_is_path, "must be a directory path", str)),
-    "python": Optional(Predicate(_is_path, "must be the path of a Python executable", str)),
+                                    str, examples=("ib0",), counterexamples=("i b", ""))),
+    "log_directory": Optional(Predicate(_is_path, "must be a directory path", str,
+                                        examples=("logs",), counterexamples=("", "a\nb", 3))),
+    "python": Optional(Predicate(_is_path, "must be the path of a Python executable", str,
+                                 examples=("python3",), counterexamples=("", "a\nb", 3))),
     "poll_seconds": Real(ge=0.1, le=3600),
 }
 

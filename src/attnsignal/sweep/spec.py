@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 import numpy as np
 
 from ..config import ConfigError, ModelConfig, RunConfig
+from ..engines import get_engine
 from ..paths import read_toml
 from ..schedules import SCHEDULES, Schedule, StepSize, schedule_from_dict
 from ..validation import NOTHING, check_keys, required_fields
@@ -300,6 +301,23 @@ def _make(sec: str, data: Mapping[str, Any], gridded: Sequence[str]) -> Any:
         raise exc.renamed(where + exc.field) from None
 
 
+def _check_registered(run: RunConfig, gridded: Sequence[str]) -> None:
+    """The run's ``engine`` (attention) or ``method`` (a baseline) must name a registered one:
+    the registries refuse an unknown name with the list (``sweep.engine: must be one of …``)."""
+    try:
+        if run.method == "sga":
+            get_engine(run.engine)
+        else:
+            from ..baselines.base import method_names
+
+            if run.method not in method_names():
+                raise ConfigError("method", "must be 'sga' or a baseline method: " + ", ".join(
+                    map(repr, method_names())), run.method)
+    except ConfigError as exc:
+        where = "grid.sweep." if exc.field in gridded else "sweep."
+        raise exc.renamed(where + exc.field) from None
+
+
 def _build_points(spec: SweepSpec) -> list[GridPoint]:
     """Validate the spec and build its points (raises ConfigError)."""
     base = {"sweep": dict(spec.sweep), "model": dict(spec.model), "step": dict(spec.step)}
@@ -324,6 +342,7 @@ def _build_points(spec: SweepSpec) -> list[GridPoint]:
         for (sec, name, _), v in zip(split, combo):
             tables[sec][name] = v
         run = _make("sweep", tables["sweep"], gridded["sweep"])
+        _check_registered(run, gridded["sweep"])
         model = _make("model", tables["model"], gridded["model"])
         step = _make("step", tables["step"], gridded["step"])
         cfg = {"sweep": run, "model": model, "step": step}

@@ -31,7 +31,8 @@ from typing import Any, Iterator
 import pandas as pd
 
 from .._version import __version__
-from ..persistence import atomic_write
+from ..paths import file_lock
+from ..persistence import atomic_write, remove_temporaries
 from ..results import FRAME_COLUMNS
 from .spec import SweepSpec
 from .tasks import SHARD_DIR, Task, TaskOutcome, sha256_bytes, shard_identity_problem
@@ -46,9 +47,10 @@ MANIFEST_FORMAT = "attnsignal.sweep/1"
 LOCK = ".sweep.lock"
 
 
-class SweepStoreError(Exception):
+class SweepStoreError(ValueError):
     """The sweep directory cannot be used: not a sweep, a different sweep, locked by a
-    running sweep, or incomplete when a complete one is needed. One-line message."""
+    running sweep, or incomplete when a complete one is needed. One-line message. A
+    ``ValueError``, like every other input error."""
 
 
 # ---------------------------------------------------------------------- manifest
@@ -143,33 +145,16 @@ def locked(out: Path) -> Iterator[None]:
     """Hold ``OUT/.sweep.lock`` (advisory, released by the kernel if the process dies).
 
     Raises SweepStoreError when another sweep holds it."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - not POSIX
+    busy = SweepStoreError(f"out: another sweep is running in this directory; got {str(out)!r}")
+    with file_lock(out / LOCK, wait=False, busy=lambda: busy):
         yield
-        return
-    fd = os.open(out / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise SweepStoreError(
-                f"out: another sweep is running in this directory; got {str(out)!r}"
-            ) from None
-        yield
-    finally:
-        os.close(fd)
 
 
 def remove_stale_temporaries(out: Path) -> None:
-    """Delete temporary files left by writers that were killed (``.NAME.*.tmp``)."""
+    """Delete temporary files left by writers that were killed (``.NAME.XXXXXXXX.tmp``, the
+    ones :func:`~attnsignal.persistence.atomic_write` makes) in ``out`` and its shards."""
     for d in (out, out / SHARD_DIR):
-        if d.is_dir():
-            for p in d.glob(".*.tmp"):
-                try:
-                    p.unlink()
-                except OSError:
-                    pass
+        remove_temporaries(d)
 
 
 # ---------------------------------------------------------------------- shards

@@ -1,8 +1,9 @@
 """Sweep tasks: a grid point and a chunk of its runs, computed into one Parquet shard.
 
-A task runs ``simulate(model, step, first_run=r0, runs=k, spawn_prefix=(point,), ...)``, so
-run ``r`` of point ``p`` always uses ``SeedSequence(seed, spawn_key=(p, r))`` and is
-bit-identical whatever the executor, the number of workers or the chunk size.
+A task runs ``simulate(model, step, first_run=r0, runs=k, spawn_prefix=(*key, point), ...)``
+(``key`` the ``[sweep]`` table's ``spawn_key``, empty by default), so run ``r`` of point ``p``
+always uses ``SeedSequence(seed, spawn_key=(*key, p, r))`` and is bit-identical whatever the
+executor, the number of workers or the chunk size.
 
 The shard is named by a content hash of everything that determines it (the configs, seed,
 engine, update, point index, run range, package version); the same identity is stored inside
@@ -180,11 +181,12 @@ def run_task(task: Task) -> TaskOutcome:
     kwargs = task.run.to_dict()
     kwargs["runs"] = task.runs
     method = kwargs.pop("method", "sga")
+    prefix = (*(kwargs.pop("spawn_key", None) or ()), task.point)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the coordinator reports schedule warnings once
         if method == "sga":
             res = simulate(task.model, task.step, first_run=task.first_run,
-                           spawn_prefix=(task.point,), **kwargs)
+                           spawn_prefix=prefix, **kwargs)
         else:  # a baseline on the same token stream: steps are samples, [step] is Oja's
             from ..baselines import baseline
 
@@ -192,7 +194,7 @@ def run_task(task: Task) -> TaskOutcome:
                            seed=kwargs["seed"], record_every=kwargs["record_every"],
                            record=kwargs.get("record"),
                            step=task.step if method == "oja" else None,
-                           first_run=task.first_run, spawn_prefix=(task.point,))
+                           first_run=task.first_run, spawn_prefix=prefix)
     frame = res.to_frame()
     data = shard_parquet_bytes(frame, task)
     digest = sha256_bytes(data)

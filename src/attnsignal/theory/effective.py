@@ -86,6 +86,7 @@ from scipy.interpolate import CubicSpline
 from scipy.special import ndtr
 
 from ..config import ConfigError, ModelConfig
+from ..seeds import stream
 from ..validation import Integer, Optional, Real, validated
 from ._checks import BATCH, MODEL, RHO0, SEED, STEP, UPDATE
 from .exact import MAX_BETA
@@ -208,7 +209,7 @@ def _batches(pool: np.ndarray, batch: int, D: int, seed: int
     n = pool.shape[1]
     if n < batch:
         raise ConfigError("n_samples", f"must be >= batch = {batch}", n)
-    rng = np.random.default_rng([seed, 7, batch])
+    rng = np.random.default_rng(stream(seed, "minibatches", batch))
     perm = rng.permutation(n)
     # offsets j·⌊φ n⌋ (golden ratio): distinct partners, no short cycle (with offsets j·n/B
     # every batch would recur B times and the n batches hold only n/B independent ones)
@@ -629,7 +630,7 @@ def _z_max(model: ModelConfig, eta_min_std: float, batch: int, z_start: float | 
     smallest step (DESIGN §3), in [3, 9]."""
     std = model.standardized()
     dphi = _dphi_std(model)
-    pool = _gradient_pool(std, np.array([1.0 - 1e-9, -1.0 + 1e-9]), 400, seed + 1)
+    pool = _gradient_pool(std, np.array([1.0 - 1e-9, -1.0 + 1e-9]), 400, stream(seed, "plateau"))
     zs = []
     for i, end in enumerate((1.0, -1.0)):
         fp = float(dphi(np.array(end))) * end

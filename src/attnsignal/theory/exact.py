@@ -47,10 +47,11 @@ from functools import lru_cache
 import numpy as np
 
 from ..config import ConfigError
+from ..limits import MAX_EXACT_BETA_SIGMA
 
 __all__ = ["phi_exact", "MAX_BETA"]
 
-MAX_BETA = 12.0
+MAX_BETA = MAX_EXACT_BETA_SIGMA
 _Y_PAD = 12.0
 _H_U = 0.1
 _U_LO, _U_HI, _H_COARSE = -24.0, 90.0, 0.5

@@ -68,7 +68,7 @@ def dphi_interpolant(model: ModelConfig, method: str = "exact", *, n_samples: in
     """A vectorised callable ``ρ ↦ Φ'(ρ)`` on ``[−1, 1]`` (see the module docstring)."""
     if method == "asymptotic":
         return lambda r: landscape(model, r, "asymptotic").dphi
-    cheb, _ = _chebyshev(model, method, int(n_samples), int(seed))
+    cheb, _ = _chebyshev(model, method, int(n_samples), seed)
     return lambda r: cheb(np.asarray(r, dtype=np.float64))
 
 
@@ -80,6 +80,6 @@ def phi_interpolant(model: ModelConfig, method: str = "exact", *, n_samples: int
     ``"asymptotic"``). Raises ``ConfigError`` as :func:`~.landscape.landscape`."""
     if method == "asymptotic":
         return lambda r: landscape(model, r, "asymptotic").phi
-    cheb, phi_lo = _chebyshev(model, method, int(n_samples), int(seed))
+    cheb, phi_lo = _chebyshev(model, method, int(n_samples), seed)
     prim = cheb.integ(lbnd=-1.0, k=phi_lo)
     return lambda r: prim(np.asarray(r, dtype=np.float64))

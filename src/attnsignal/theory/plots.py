@@ -20,7 +20,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from ..config import ModelConfig  # noqa: E402
-from ..plots import save_figure  # noqa: E402  (re-exported: PNG + PDF, atomic)
+from ..plots import legend_below, save_figure  # noqa: E402  (save_figure re-exported)
+from ..plots import schedule_tex, tex_powers  # noqa: E402
 from ..schedules import Schedule  # noqa: E402
 from ._checks import (  # noqa: E402
     METHOD, MODEL, N_SAMPLES, OPTIONAL_POSITIVE, OPTIONAL_STEP, RHO0, SEED, TARGETS, Integer,
@@ -38,10 +39,10 @@ _COLORS = {"exact": "#1f4e79", "mc": "#d95f02", "asymptotic": "#7570b3"}
 
 
 def _title(model: ModelConfig) -> str:
-    s = (f"d={model.d}, R={model.n_informative}, N={model.n_nuisance}, θ={model.theta:g}, "
-         f"β={model.beta:g}")
+    s = (f"$d$ = {model.d}, $R$ = {model.n_informative}, $N$ = {model.n_nuisance}, "
+         f"$\\theta$ = {model.theta:g}, $\\beta$ = {model.beta:g}")
     if model.noise_std != 1.0:
-        s += f", σ={model.noise_std:g}"
+        s += f", $\\sigma$ = {model.noise_std:g}"
     if model.signal_sign == "random":
         s += ", random sign"
     return s
@@ -85,7 +86,8 @@ def plot_landscape(model: ModelConfig, path_stem: str | Path, *,
             if ls is None:
                 ls = landscape(model, rho, m)
             style = "-" if m == "exact" else "--"
-            label = "exact (finite R, N)" if m == "exact" else "asymptotic Φ∞ (R, N → ∞)"
+            label = ("exact (finite $R, N$)" if m == "exact"
+                     else r"asymptotic $\Phi_\infty$ ($R, N \to \infty$)")
             r = np.ravel(ls.rho)
             ax1.plot(r, np.ravel(ls.phi), style, color=_COLORS.get(m, "k"), lw=1.8, label=label)
             ax2.plot(r, np.ravel(ls.field), style, color=_COLORS.get(m, "k"), lw=1.8,
@@ -103,22 +105,25 @@ def plot_landscape(model: ModelConfig, path_stem: str | Path, *,
         face = "k" if p.stable else "white"
         ax1.plot([p.rho], [phi], "o", ms=8, mfc=face, mec="k", zorder=5)
         ax2.plot([p.rho], [0.0], "o", ms=8, mfc=face, mec="k", zorder=5)
-        if abs(p.rho) < 1.0:
-            ax2.annotate(f"ρ* = {p.rho:.3g}", (p.rho, 0.0), textcoords="offset points",
-                         xytext=(0, 9), ha="center", fontsize=8)
+        if abs(p.rho) < 1.0:  # labelled above the frame, clear of the curves and error bars
+            for ax in (ax1, ax2):
+                ax.axvline(p.rho, color="0.45", ls=":", lw=1, zorder=1)
+            ax2.text(p.rho, 1.01, f"$\\rho^* = {p.rho:.3g}$", transform=ax2.get_xaxis_transform(),
+                     ha="center", va="bottom", fontsize=10)
     ax1.plot([], [], "o", mfc="k", mec="k", label="attracting fixed point")
     ax1.plot([], [], "o", mfc="white", mec="k", label="repelling fixed point")
     ax2.axhline(0.0, color="0.6", lw=0.8)
-    ax1.set(xlabel="alignment ρ = ⟨q, ξ⟩", ylabel="Φ(ρ) = J(q)", title="population objective")
-    ax2.set(xlabel="alignment ρ = ⟨q, ξ⟩", ylabel="dρ/dt = (1 − ρ²) Φ'(ρ)",
-            title="mean-field vector field")
+    ax1.set(xlabel=r"alignment $\rho = \langle q, \xi\rangle$", ylabel=r"$\Phi(\rho) = J(q)$")
+    ax1.set_title("population objective", pad=16)
+    ax2.set(xlabel=r"alignment $\rho = \langle q, \xi\rangle$",
+            ylabel=r"$d\rho/dt = (1 - \rho^2)\,\Phi'(\rho)$")
+    ax2.set_title("mean-field vector field", pad=16)
     for ax in (ax1, ax2):
         ax.set_xlim(-1.03, 1.03)
         ax.grid(alpha=0.3)
-    ax1.legend(fontsize=8, loc="best")
     fig.suptitle(_title(model), fontsize=11)
-    fig.text(0.5, -0.02, basins.verdict, ha="center", fontsize=9, style="italic", wrap=True)
-    fig.tight_layout()
+    handles, labels = ax1.get_legend_handles_labels()
+    legend_below(fig, handles, labels, ncol=3, fontsize=9.5, note=tex_powers(basins.verdict))
     return save_figure(fig, path_stem)
 
 
@@ -151,17 +156,17 @@ def plot_ode(model: ModelConfig, rho0: float, path_stem: str | Path, *,
             t_max = 1.25 * max(finite) if finite else sol.t_end
         t_max = max(t_max, 1e-12)
     t = np.linspace(0.0, t_max, 600)
-    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    fig, ax = plt.subplots(figsize=(11, 4.8))
     absolute = effective is not None
     if absolute:
         ax.plot(t, np.abs(sol(t)), color="#1f4e79", lw=2.2,
-                label=f"limiting ODE |ρ(t)| from ρ0 = {sol.rho0:.3g}", zorder=4)
+                label=f"limiting ODE $|\\rho(t)|$ from $\\rho_0$ = {sol.rho0:.3g}", zorder=4)
     else:
-        ax.plot(t, sol(t), color="#1f4e79", lw=2.2, label=f"ODE from ρ0 = {sol.rho0:.3g}",
-                zorder=4)
+        ax.plot(t, sol(t), color="#1f4e79", lw=2.2,
+                label=f"ODE from $\\rho_0$ = {sol.rho0:.3g}", zorder=4)
     if result is not None:
         tr = tracking(result, model, T)
-        what = " |ρ|" if tr.mode == "abs" or absolute else " ρ"
+        what = r" $|\rho|$" if tr.mode == "abs" or absolute else r" $\rho$"
         ok = ~np.asarray(result.diverged, dtype=bool)
         same_start = bool(np.allclose(np.asarray(result.alignment)[ok, 0], sol.rho0,
                                       rtol=0.0, atol=1e-12))
@@ -194,35 +199,36 @@ def plot_ode(model: ModelConfig, rho0: float, path_stem: str | Path, *,
         show = te <= t_max * (1 + 1e-12)
         q10, q90 = effective.quantile([0.1, 0.9])
         ax.fill_between(te[show], q10[show], q90[show], facecolor="none", edgecolor="#7570b3",
-                        hatch="////", lw=0.0, label="effective dynamics: 10–90 % of |ρ|",
+                        hatch="////", lw=0.0, label=r"effective dynamics: 10–90 % of $|\rho|$",
                         zorder=3)
         ax.plot(te[show], effective.mean_abs[show], "--", color="#7570b3", lw=1.8,
-                label="effective dynamics: mean |ρ|", zorder=5)
+                label=r"effective dynamics: mean $|\rho|$", zorder=5)
     colors = ["#66a61e", "#e7298a", "#a6761d", "#666666"]
     for i, (x, h) in enumerate(sol.hitting_times.items()):
         if np.isfinite(h) and h <= t_max:
             c = colors[i % len(colors)]
-            txt = f"|ρ| = {x:g} at t = {h:.3g}"
+            txt = f"ODE reaches $|\\rho|$ = {x:g} at $t$ = {h:.3g}"
             if sol.hitting_steps is not None:
                 k = sol.hitting_steps[x]
-                txt += f" (step {k:,})" if k <= 10 ** 12 else " (no step: Σ η_k < t)"
+                txt += f" (step {k:,})" if k <= 10 ** 12 else r" (no step: $\sum \eta_k < t$)"
             ax.axvline(h, color=c, ls="--", lw=1, label=txt)
-    ax.set(xlabel="ODE time t = Σ η_k", ylabel="|ρ|" if absolute else "alignment ρ",
-           xlim=(0, t_max))
-    head = "limiting ODE  dρ/dt = (1 − ρ²) Φ'(ρ)"
-    head += " and effective dynamics (finite η, d)" if absolute else ""
+    ax.set(xlabel=r"ODE time $t = \Sigma_{j<k}\,\eta_j$",
+           ylabel=r"$|\rho|$" if absolute else r"alignment $\rho$", xlim=(0, t_max))
+    head = r"limiting ODE  $d\rho/dt = (1 - \rho^2)\,\Phi'(\rho)$"
+    head += r" and effective dynamics (finite $\eta$, $d$)" if absolute else ""
     ax.set_title(head + "\n" + _title(model),
                  pad=30 if step is not None else 6)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="best")
+    # beside the axes, never over the curves
+    ax.legend(fontsize=9.5, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
     if step is not None:
         ticks = np.linspace(0.0, t_max, 6)
         ks = np.atleast_1d(sol.steps_at(ticks))
         top = ax.secondary_xaxis("top")
         top.set_xticks(ticks)
         top.set_xticklabels([f"{int(k):,}" if k <= 10 ** 12 else "never" for k in ks],
-                            fontsize=8)  # step_at_time gives 10^12 + 1 for unreachable t
-        top.set_xlabel(f"step k  ({step.describe()})", fontsize=8)
+                            fontsize=9)  # step_at_time gives 10^12 + 1 for unreachable t
+        top.set_xlabel(f"step $k$  ({schedule_tex(step)})", fontsize=9.5)
     fig.tight_layout()
     return save_figure(fig, path_stem)
 
@@ -234,24 +240,25 @@ def plot_sa_diagnostics(diag: SADiagnostics, path_stem: str | Path) -> list[Path
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
     k = np.maximum(diag.steps, 1)
     spent = np.where(diag.noise_budget > 0, diag.noise_budget, np.nan)
-    ax1.plot(k, spent, color="#1f4e79", lw=1.8, label="spent  Σ_{k<K} η_k² V_B(ρ_k)")
+    ax1.plot(k, spent, color="#1f4e79", lw=1.8, label=r"spent  $\Sigma_{k<K}\, \eta_k^2 V_B(\rho_k)$")
     rem = np.where(np.isfinite(diag.noise_remaining), diag.noise_remaining, np.nan)
-    ax1.plot(k, rem, color="#d95f02", lw=1.8, label="remaining  Σ_{k≥K} η_k² V_B(ρ_k)")
-    ax1.set(xscale="log", yscale="log", xlabel="step K", ylabel="noise budget",
-            title=f"noise budget (B = {diag.batch}, {diag.update})")
+    ax1.plot(k, rem, color="#d95f02", lw=1.8,
+             label=r"remaining  $\Sigma_{k\geq K}\, \eta_k^2 V_B(\rho_k)$")
+    ax1.set(xscale="log", yscale="log", xlabel="step $K$", ylabel="noise budget",
+            title=f"noise budget ($B$ = {diag.batch}, {diag.update})")
     ax1.grid(alpha=0.3, which="both")
-    ax1.legend(fontsize=8)
+    ax1.legend(fontsize=9.5)
     ok = np.isfinite(diag.window_max_mean)
     W = diag.window_max[:, ok]
     ax2.fill_between(diag.t[ok], np.nanquantile(W, 0.1, axis=0), np.nanquantile(W, 0.9, axis=0),
                      color="#7570b3", alpha=0.25, lw=0, label="10–90 % of runs")
     ax2.plot(diag.t[ok], diag.window_max_mean[ok], color="#7570b3", lw=1.8,
-             label="mean over runs of max |M_j' − M_j|")
+             label=r"mean over runs of $\max |M_{j'} - M_j|$")
     ax2.plot(diag.t[ok], diag.window_sd[ok], "--", color="k", lw=1.2,
              label="predicted sd of the window martingale")
-    ax2.set(yscale="log", xlabel="ODE time t_j", ylabel="windowed martingale maximum",
-            title=f"martingale noise over windows of ODE length T = {diag.T:g}")
+    ax2.set(yscale="log", xlabel="ODE time $t_j$", ylabel="windowed martingale maximum",
+            title=f"martingale noise over windows of ODE length $T$ = {diag.T:g}")
     ax2.grid(alpha=0.3, which="both")
-    ax2.legend(fontsize=8)
+    ax2.legend(fontsize=9.5)
     fig.tight_layout()
     return save_figure(fig, path_stem)

@@ -214,7 +214,7 @@ class ScalingLaw:
     path: str
     update: str
     n_samples: int
-    seed: int
+    seed: Any
     _moments: dict = field(default_factory=dict, repr=False)
     _laws: dict = field(default_factory=dict, repr=False)
 
@@ -506,8 +506,7 @@ def scaling_law(model: ModelConfig, *, target: float, c: float | None = None,
     if model.d < 4:
         raise ConfigError("model.d", "must be >= 4 for a scaling law (the moments use χ²_{d−3})",
                           model.d)
-    law = ScalingLaw(model, float(target), 1.0, "constant", path, update, int(n_samples),
-                     int(seed))
+    law = ScalingLaw(model, float(target), 1.0, "constant", path, update, int(n_samples), seed)
     if c is None:
         copt = law.c_optimal_at(model.d)
         if not np.isfinite(copt):
