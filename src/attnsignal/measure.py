@@ -81,8 +81,8 @@ def _first_at_or_above(curves: np.ndarray, steps: np.ndarray, target: float) -> 
            seed=SEED, update=OneOf("projected", "riemannian"),
            n_records=Integer(ge=10), n_boot=Integer(ge=100), level=Real(gt=0.0, lt=1.0))
 def measure_samples(model: ModelConfig, step: Schedule, target: float, *, steps: int,
-                    runs: int = 64, seed: int | np.random.SeedSequence = 0, update: str = "projected",
-                    n_records: int = 500, n_boot: int = 2000,
+                    runs: int = 64, seed: int | np.random.SeedSequence = 0,
+                    update: str = "projected", n_records: int = 500, n_boot: int = 2000,
                     level: float = 0.95) -> SampleMeasurement:
     """Simulate ``runs`` chains of ``steps`` updates and measure when the mean ``|ρ|``
     reaches ``target`` (module docstring). Intervals are percentile bootstrap intervals at
