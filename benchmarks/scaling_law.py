@@ -53,6 +53,8 @@ CONFIGS = {
 #: 5·10⁹ token updates (the mean |ρ| crossing is then still measured if the law is within 60 %,
 #: and the per-run statistics use the runs that reach the target by then).
 HORIZON, HORIZON_LONG, LONG_WORK = 3.0, 1.6, 5e9
+#: the markers of the measured table in ``docs/scaling.md`` (``--docs``)
+DOCS_BEGIN, DOCS_END = "<!-- scaling-table:begin -->", "<!-- scaling-table:end -->"
 
 
 def _law(name: str, sign: str):
@@ -176,20 +178,33 @@ def _get(r: dict, key: str, old: str) -> float:
     return r[key] if key in r else r[old]
 
 
-def table(out: Path) -> str:
-    rows = [json.loads(x) for x in out.read_text().splitlines()]
-    lines = ["| config | sign | d | L | predicted | measured [95 %] | pred/meas − 1 | "
+def read_rows(files: list[Path]) -> list[dict]:
+    """The rows of ``files``; a point measured again in a later file (the same kind,
+    configuration, sign and d) replaces the earlier row."""
+    by_key: dict = {}
+    for f in files:
+        for x in f.read_text().splitlines():
+            r = json.loads(x)
+            if r["kind"] == "critical" and "sides" not in r:
+                continue  # an earlier format without the per-branch comparison
+            by_key[r["kind"], r["config"], r["sign"], r["d"]] = r
+    return list(by_key.values())
+
+
+def table(files: list[Path]) -> str:
+    rows = read_rows(files)
+    lines = ["| config | sign | d | L | runs | predicted | measured [95 %] | pred/meas − 1 | "
              "hit mean pred / meas | hit sd pred / meas | IQR pred / meas [95 %] |",
-             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for r in sorted((r for r in rows if r["kind"] == "samples"),
                     key=lambda r: (r["config"], r["sign"], r["d"])):
         if not np.isfinite(r.get("measured", np.nan)):
-            lines.append(f"| {r['config']} | {r['sign']} | {r['d']:,} | {r['L']:,} | "
+            lines.append(f"| {r['config']} | {r['sign']} | {r['d']:,} | {r['L']:,} | 0 | "
                          f"{r['predicted']:,.0f} | — | — | — | — | — |")
             continue
         rel = r["predicted"] / r["measured"] - 1 if r["measured"] > 0 else float("nan")
         lines.append(
-            f"| {r['config']} | {r['sign']} | {r['d']:,} | {r['L']:,} | "
+            f"| {r['config']} | {r['sign']} | {r['d']:,} | {r['L']:,} | {r['runs']} | "
             f"{r['predicted']:,.0f} ± {r['predicted_error']:,.0f} | "
             f"{r['measured']:,.0f} [{_get(r, 'measured_lo', 'lo'):,.0f}, "
             f"{_get(r, 'measured_hi', 'hi'):,.0f}] | {rel:+.1%} | "
@@ -200,21 +215,22 @@ def table(out: Path) -> str:
     crit = [r for r in rows if r["kind"] == "critical" and "sides" in r]
     if crit:
         lines += ["", "| config | sign | d | branch | c_critical (law) | chain [95 %] | "
-                  "law / chain − 1 |", "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+                  "law / chain − 1 | steps |",
+                  "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
         for r in crit:
             if "unreachable" in r:
                 lines.append(f"| {r['config']} | {r['sign']} | {r['d']:,} | — | — | "
-                             f"not run: {r['unreachable']} | — |")
+                             f"not run: {r['unreachable']} | — | — |")
             for side, v in r["sides"].items():
                 if "unreachable" in v:
                     lines.append(f"| {r['config']} | {r['sign']} | {r['d']:,} | "
                                  f"{'+ξ' if side == '1' else '−ξ'} | {v['c_law']:.4g} | "
-                                 f"not run: {v['unreachable']} | — |")
+                                 f"not run: {v['unreachable']} | — | — |")
                     continue
                 lines.append(f"| {r['config']} | {r['sign']} | {r['d']:,} | "
                              f"{'+ξ' if side == '1' else '−ξ'} | {v['c_law']:.4g} | "
                              f"{v['c_chain']:.4g} [{v['lo']:.4g}, {v['hi']:.4g}] | "
-                             f"{v['c_law'] / v['c_chain'] - 1:+.1%} |")
+                             f"{v['c_law'] / v['c_chain'] - 1:+.1%} | {v['steps']:,} |")
     return "\n".join(lines)
 
 
@@ -231,6 +247,10 @@ def main() -> None:
     ap.add_argument("--out", default="/work/notes/i29/scaling_bench.jsonl")
     ap.add_argument("--table-only", action="store_true")
     ap.add_argument("--critical-only", action="store_true", help="no samples points")
+    ap.add_argument("--table-from", default="", help="FILE,... read for the table before --out "
+                    "(a later file's point replaces an earlier one's)")
+    ap.add_argument("--docs", default="", help="write the table into this page between "
+                    f"{DOCS_BEGIN} and {DOCS_END}")
     a = ap.parse_args()
     out = Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -260,7 +280,19 @@ def main() -> None:
                            a.seed)
             _append(out, row)
             print(json.dumps(row), flush=True)
-    print(table(out))
+    files = [Path(f) for f in filter(None, a.table_from.split(","))] + \
+        ([out] if out.exists() else [])
+    text = table(files)
+    print(text)
+    if a.docs:
+        write_docs(Path(a.docs), text)
+
+
+def write_docs(page: Path, text: str) -> None:
+    """Replace the block between the markers of ``page`` with ``text``."""
+    src = page.read_text(encoding="utf-8")
+    i, j = src.index(DOCS_BEGIN) + len(DOCS_BEGIN), src.index(DOCS_END)
+    page.write_text(src[:i] + "\n" + text + "\n" + src[j:], encoding="utf-8")
 
 
 if __name__ == "__main__":

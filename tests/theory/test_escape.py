@@ -156,3 +156,19 @@ def test_settled_mean_by_side():
     up, down = settled_mean(pushed, zero, None, 1), settled_mean(pushed, zero, None, -1)
     assert up > 0.6 > down
     assert settled_mean(pushed, zero, 400) > 0.5 * (up + down)  # most of the mass goes up
+
+
+def test_the_noise_shift_stays_in_the_basin_near_a_saddle_node():
+    """A stable root 0.02 from an unstable one (γ → 0 at a saddle-node) with strong noise: the
+    second-order shift ĝ''v/(4γ²) would leave the basin; it is capped at half the distance to
+    the next root, so the settled mean stays between the roots."""
+
+    def g(x):  # roots at 0.48 (unstable) and 0.5 (stable)
+        x = np.asarray(x)
+        return -(x - 0.48) * (x - 0.5)
+
+    def v(x):
+        return np.full(np.shape(x), 1e-3)
+
+    assert abs(stationary_shift(g, v, 0.5)) > 1.0  # the raw expansion is meaningless here
+    assert 0.49 - 1e-9 <= settled_mean(g, v, None, side=1) <= 0.5

@@ -396,11 +396,19 @@ def hitting_law(g: Fn, v: Fn, d: int, target: float, *, modified: bool = True) -
 
 def _shifted(settle: np.ndarray, roots: np.ndarray, stable: np.ndarray, gh: Fn, v: Fn
              ) -> np.ndarray:
-    """Each settling point moved by the noise's :func:`stationary_shift` (stable roots)."""
+    """Each settling point moved by the noise's :func:`stationary_shift` (stable roots). The
+    shift is a second-order expansion around the root; where it reaches half the distance to
+    the next root (or to ``±1``) — near a saddle-node, where ``γ → 0`` — the expansion no longer
+    holds and the shift is capped there, so that the settled mean stays in the root's basin
+    (the law is not valid there: ``docs/scaling.md``, where the law stops holding)."""
     out = settle.copy()
+    edges = np.concatenate([[-1.0], roots, [1.0]])
     for r, st in zip(roots, stable):
         if st:
-            out[settle == r] = r + stationary_shift(gh, v, float(r))
+            others = np.abs(edges - r)
+            room = 0.5 * float(others[others > 0].min()) if (others > 0).any() else 0.0
+            shift = stationary_shift(gh, v, float(r))
+            out[settle == r] = r + float(np.clip(shift, -room, room))
     return out
 
 
