@@ -111,7 +111,8 @@ def point(name: str, sign: str, law, d: int, runs: int, base: int) -> dict:
     return row
 
 
-def critical(name: str, sign: str, law, d: int, runs: int, base: int) -> dict:
+def critical(name: str, sign: str, law, d: int, runs: int, base: int,
+             min_steps: int = 0) -> dict:
     """c_critical at d against the chain, per branch (the runs that go to +ξ, and for the fixed
     sign also those that go to −ξ): the law's largest c whose long-run mean |ρ| on the branch
     reaches the target (``c_critical_at(d, side)``: the plateau, moved by the noise's
@@ -137,7 +138,7 @@ def critical(name: str, sign: str, law, d: int, runs: int, base: int) -> dict:
                               f"(c_critical per branch {ccs})")
         out["seconds"] = time.perf_counter() - t0
         return out
-    steps = int(1.5 * n_ref) + 10
+    steps = max(int(1.5 * n_ref) + 10, min_steps)
     for side in sides:
         cc = ccs[side]
         if not 0.0 < cc < math.inf:
@@ -244,6 +245,9 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--critical", default="", help="config:sign:d,... for c_critical bisections")
     ap.add_argument("--critical-runs", type=int, default=32)
+    ap.add_argument("--critical-min-steps", type=int, default=0,
+                    help="at least this many steps per critical run (where the target is "
+                         "reached in a few dozen steps the default window is too short)")
     ap.add_argument("--out", default="/work/notes/i29/scaling_bench.jsonl")
     ap.add_argument("--table-only", action="store_true")
     ap.add_argument("--critical-only", action="store_true", help="no samples points")
@@ -277,7 +281,7 @@ def main() -> None:
             if (name, sign) not in laws:
                 laws[name, sign] = _law(name, sign)
             row = critical(name, sign, laws[name, sign], int(float(d)), a.critical_runs,
-                           a.seed)
+                           a.seed, a.critical_min_steps)
             _append(out, row)
             print(json.dumps(row), flush=True)
     files = [Path(f) for f in filter(None, a.table_from.split(","))] + \
