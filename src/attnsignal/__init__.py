@@ -27,6 +27,7 @@ from .simulate import DivergenceWarning, simulate
 if TYPE_CHECKING:
     from .baselines import baseline, baseline_theory, efficiency
     from .claims import ClaimResult
+    from .measure import SampleMeasurement, measure_samples
     from .reproduce import Plan, check_claims
     from .sweep import SweepSpec, load_sweep, run_sweep, sweep_status
     from .theory import (
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
         FixedPoint,
         Landscape,
         OdeSolution,
+        ScalingLaw,
         Tracking,
         advise_schedule,
         constant_step_plateau,
@@ -48,6 +50,7 @@ if TYPE_CHECKING:
         landscape_verdict,
         sa_diagnostics,
         samples_to_reach,
+        scaling_law,
         solve_ode,
         tracking,
         vector_field,
@@ -60,7 +63,8 @@ _LAZY: dict[str, str] = {
          "solve_ode", "OdeSolution", "gradient_variance", "corrected_drift",
          "constant_step_plateau", "samples_to_reach", "tracking", "Tracking", "sa_diagnostics",
          "effective_dynamics", "EffectiveDynamics", "advise_schedule", "Advice",
-         "landscape_verdict", "flow"), "theory"),
+         "landscape_verdict", "flow", "scaling_law", "ScalingLaw"), "theory"),
+    **dict.fromkeys(("measure_samples", "SampleMeasurement"), "measure"),
     **dict.fromkeys(("load_sweep", "run_sweep", "SweepSpec", "sweep_status"), "sweep"),
     **dict.fromkeys(("Plan", "check_claims"), "reproduce"),
     "ClaimResult": "claims",

@@ -118,6 +118,19 @@ def test_readme_keeps_the_two_commands():
         assert f"(docs/{page}.md)" in readme, page
 
 
+def test_scaling_page_and_tutorial_appear(site):
+    page = _outputs(_text(site, "scaling"))
+    assert "What is exact in" in page and "The escape law" in page
+    fifth_html = _text(site, "tutorials/05-samples-at-my-d")
+    assert _figures(fifth_html) == 2, "the escape law against the chain; samples against c"
+    fifth = _outputs(fifth_html)
+    rows = re.findall(r"d = +([\d,]+): law ([\d,]+), chain ([\d,]+) \[([\d,]+), ([\d,]+)\]", fifth)
+    assert len(rows) == 2, "the law is checked against the chain at two dimensions"
+    for _, law, chain, lo, hi in rows:
+        law, lo, hi = (float(x.replace(",", "")) for x in (law, lo, hi))
+        assert 0.85 * lo <= law <= 1.15 * hi  # 32 runs: the law within the interval, widened
+
+
 def _pages(site: Path) -> list[Path]:
     return sorted(p for p in site.rglob("*.html") if p.name != "404.html")
 

@@ -25,8 +25,8 @@ __all__ = ["app", "main", "entry", "UsageFailure"]
 
 def _register() -> None:
     """Import the command modules (each registers its commands on ``app``)."""
-    from . import (advise, baseline, bench, compare, reproduce, run, sweep,  # noqa: F401
-                   theory, validate)
+    from . import (advise, baseline, bench, compare, reproduce, run, scaling,  # noqa: F401
+                   sweep, theory, validate)
 
     for info in app.registered_commands:  # help without <bool>, <str> or eaten [brackets]
         if info.cls is None or info.cls is TyperCommand:

@@ -14,6 +14,9 @@ Modules (one concept each):
                    plateau, samples needed to reach a target alignment
 ``effective``      the law of ``ρ_k`` at finite step and dimension (:func:`effective_dynamics`)
 ``advisor``        step sizes that reach a target fastest (:func:`advise_schedule`)
+``dimension_moments`` the one-step moments as exact polynomials in ``d``
+``escape``         the law of a slow one-dimensional chain: hitting times, the escape law
+``scaling``        sample-complexity laws along ``d`` (:func:`scaling_law`, ``docs/scaling.md``)
 ``tracking``       simulation vs ODE, stochastic-approximation diagnostics
 ``ode_study``      the limiting ODE from one start beside a simulation and the effective
                    dynamics (what ``attnsignal ode`` prints)
@@ -46,6 +49,7 @@ from .fixed_points import (
 from .landscape import METHODS, Landscape, landscape
 from .ode import OdeSolution, flow, solve_ode
 from .plots import plot_landscape, plot_ode, plot_sa_diagnostics
+from .scaling import ScalingLaw, ScalingLimit, scaling_law
 from .tracking import SADiagnostics, Tracking, sa_diagnostics, tracking
 
 __all__ = [
@@ -86,4 +90,7 @@ __all__ = [
     "plot_landscape",
     "plot_ode",
     "plot_sa_diagnostics",
+    "scaling_law",
+    "ScalingLaw",
+    "ScalingLimit",
 ]

@@ -1,0 +1,303 @@
+"""The sample-complexity law against the chain engine, d = 10² … 10⁵ (``docs/scaling.md``).
+
+Three configurations, both signs, 64 runs per point (by default):
+
+``A``  fixed L = 20 (R = 4, N = 16, θ = 2, β = 1), c = 0.02, target 0.5: the saddle regime
+       (d_× ≈ 200), n(d) ∝ d ln d;
+``B``  fixed L = 5000 (R = 1000, N = 4000, θ = 1.5, β = 1), c = 0.001, target 0.5: the fixed
+       sign is drift-dominated at every d ≤ 10⁵ (d_× ≈ 4·10⁶), the random sign escapes;
+``C``  proportional, R = d/5, N = 4d/5 (L = d), θ = 1, β = 0.5, c = 0.1 (random) and 0.05
+       (fixed), target 0.5: n(d) → a constant.
+
+For every point: the predicted samples (the law at that d), its Monte-Carlo error, the measured
+samples (first recorded step at which the mean |ρ| of the runs reaches the target) with its 95 %
+bootstrap interval, and the per-run hitting times (mean, standard deviation, interquartile range)
+against the law's. Then c_critical against the chain (:func:`critical`: where the chain's
+stationary mean |ρ| crosses the target, per branch).
+
+Results are appended, one JSON line per point, to ``--out`` (default
+``/work/notes/i29/scaling_bench.jsonl``; a rerun skips the points already there), and the table is
+printed at the end. Usage::
+
+    nice -n 10 python benchmarks/scaling_law.py [--configs A,B,C] [--dims 1e2,1e3,1e4,1e5]
+        [--runs 64] [--critical] [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+import warnings
+import zlib
+from pathlib import Path
+
+import numpy as np
+
+import attnsignal as asg
+from attnsignal.measure import compare_law
+from attnsignal.seeds import stream
+from attnsignal.theory.scaling import scaling_law
+
+CONFIGS = {
+    "A": dict(model=dict(d=1000, n_informative=4, n_nuisance=16, theta=2.0, beta=1.0),
+              path="fixed_L", c={"fixed": 0.02, "random": 0.02}, target=0.5, n_samples=16000),
+    "B": dict(model=dict(d=10000, n_informative=1000, n_nuisance=4000, theta=1.5, beta=1.0),
+              path="fixed_L", c={"fixed": 0.001, "random": 0.001}, target=0.5, n_samples=4000),
+    "C": dict(model=dict(d=1000, n_informative=200, n_nuisance=800, theta=1.0, beta=0.5),
+              path="proportional", c={"fixed": 0.05, "random": 0.1}, target=0.5,
+              n_samples=4000),
+}
+#: Simulate this many times the predicted samples; 1.6 where a point would take more than
+#: 5·10⁹ token updates (the mean |ρ| crossing is then still measured if the law is within 60 %,
+#: and the per-run statistics use the runs that reach the target by then).
+HORIZON, HORIZON_LONG, LONG_WORK = 3.0, 1.6, 5e9
+#: the markers of the measured table in ``docs/scaling.md`` (``--docs``)
+DOCS_BEGIN, DOCS_END = "<!-- scaling-table:begin -->", "<!-- scaling-table:end -->"
+
+
+def _law(name: str, sign: str):
+    cfg = CONFIGS[name]
+    m = asg.ModelConfig(signal_sign=sign, **cfg["model"])
+    return scaling_law(m, target=cfg["target"], c=cfg["c"][sign], path=cfg["path"],
+                       n_samples=cfg["n_samples"], seed=1)
+
+
+def point_seed(base: int, *parts: str | int) -> np.random.SeedSequence:
+    """The stream of one point: ``seeds.stream(base, "scaling_law", *parts)``; ``compare_law``
+    adds the dimension to the key, so every point's runs are independent (runs that shared
+    their starts' draws across dimensions would make the points' errors move together)."""
+    return stream(base, "scaling_law", *parts)
+
+
+def _runs_at(spec: str, default: int) -> dict:
+    """``"1e2:512,1e4:256"`` → ``{100: 512, 10000: 256}``."""
+    out = {}
+    for part in filter(None, spec.split(",")):
+        d, r = part.split(":")
+        out[int(float(d))] = int(r)
+    return out
+
+
+def _done(out: Path) -> set:
+    if not out.exists():
+        return set()
+    keys = set()
+    for line in out.read_text().splitlines():
+        r = json.loads(line)
+        keys.add((r["kind"], r["config"], r["sign"], r["d"]))
+    return keys
+
+
+def _append(out: Path, row: dict) -> None:
+    with out.open("a") as f:
+        f.write(json.dumps(row) + "\n")
+
+
+def point(name: str, sign: str, law, d: int, runs: int, base: int) -> dict:
+    t0 = time.perf_counter()
+    pred = law.samples(d)
+    L = law.model_at(d).n_tokens
+    hor = HORIZON if pred * L * runs * HORIZON < LONG_WORK else HORIZON_LONG
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        row = compare_law(law, [d], runs=runs if math.isfinite(pred) else 0,
+                          seed=point_seed(base, name, sign),
+                          horizon=hor)[0]
+    row.update(kind="samples", config=name, horizon=hor, escape=law.law(d).escape is not None,
+               seed=[base, "scaling_law", name, sign, "d", d],
+               seconds=time.perf_counter() - t0)
+    return row
+
+
+def critical(name: str, sign: str, law, d: int, runs: int, base: int,
+             min_steps: int = 0) -> dict:
+    """c_critical at d against the chain, per branch (the runs that go to +ξ, and for the fixed
+    sign also those that go to −ξ): the law's largest c whose long-run mean |ρ| on the branch
+    reaches the target (``c_critical_at(d, side)``: the plateau, moved by the noise's
+    stationary shift), and the c at which the chain's stationary mean |ρ| crosses the target —
+    runs started at ±0.9 (above the plateau: no escape to wait for), the run-mean |ρ|
+    time-averaged over the second half of 1.5× the samples predicted at 0.6 c_critical, at
+    five c from 0.94 to 1.06 × the law's value, a straight line through them solved for the
+    target; its interval from 400 bootstrap resamples of the runs."""
+    t0 = time.perf_counter()
+    seed = point_seed(base, "critical", name, sign, d)
+    out = {"kind": "critical", "config": name, "sign": sign, "d": d, "runs": runs,
+           "sides": {}, "seed": [base, "scaling_law", "critical", name, sign, d]}
+    m = law.model_at(d)
+    sides = (1,) if sign == "random" else (1, -1)
+    ccs = {side: law.c_critical_at(d, side) for side in sides}
+    finite = [cc for cc in ccs.values() if 0.0 < cc < math.inf]
+    # the time scale: the samples at 0.6 × the smallest critical c (reachable on every branch);
+    # a target the law never reaches (no finite positive c_critical, or infinite samples) is
+    # reported in the row, not simulated
+    n_ref = law.with_c(0.6 * min(finite)).samples(d) if finite else math.inf
+    if not math.isfinite(n_ref):
+        out["unreachable"] = (f"the law's samples at 0.6 c_critical are {n_ref} "
+                              f"(c_critical per branch {ccs})")
+        out["seconds"] = time.perf_counter() - t0
+        return out
+    steps = max(int(1.5 * n_ref) + 10, min_steps)
+    for side in sides:
+        cc = ccs[side]
+        if not 0.0 < cc < math.inf:
+            out["sides"][str(side)] = {"c_law": cc, "unreachable": "no c reaches the target "
+                                       "on this branch" if cc == 0.0 else "every c reaches it"}
+            continue
+        branch = "plus" if side > 0 else "minus"
+        cs = cc * np.array([0.94, 0.97, 1.0, 1.03, 1.06])
+        curves = []
+        for j, c in enumerate(cs):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                res = asg.simulate(m, law.with_c(float(c)).step(d), steps=steps, runs=runs,
+                                   engine="chain", initial_alignment=0.9 * side,
+                                   seed=stream(seed, branch, j), record_every=max(1, steps // 200))
+            a = np.abs(res.alignment)
+            curves.append(a[:, a.shape[1] // 2:].mean(axis=1))  # per-run time average
+        per_run = np.array(curves)  # (5, runs)
+        rng = np.random.default_rng(stream(seed, branch, "bootstrap"))
+
+        def crossing(idx: np.ndarray) -> float:
+            y = per_run[:, idx].mean(axis=1)
+            b, a0 = np.polyfit(cs / cc - 1.0, y, 1)
+            return float(cc * (1.0 + (law.target - a0) / b))
+
+        c_chain = crossing(np.arange(runs))
+        boot = [crossing(rng.integers(0, runs, runs)) for _ in range(400)]
+        out["sides"][str(side)] = {
+            "c_law": cc, "c_chain": c_chain, "lo": float(np.quantile(boot, 0.025)),
+            "hi": float(np.quantile(boot, 0.975)), "cs": cs.tolist(),
+            "stationary_mean": per_run.mean(axis=1).tolist(),
+            "law_settled": [law.settled_mean(d, float(c), side) for c in cs], "steps": steps}
+    out["seconds"] = time.perf_counter() - t0
+    return out
+
+
+def _get(r: dict, key: str, old: str) -> float:
+    return r[key] if key in r else r[old]
+
+
+def read_rows(files: list[Path]) -> list[dict]:
+    """The rows of ``files``; a point measured again in a later file (the same kind,
+    configuration, sign and d) replaces the earlier row."""
+    by_key: dict = {}
+    for f in files:
+        for x in f.read_text().splitlines():
+            r = json.loads(x)
+            if r["kind"] == "critical" and "sides" not in r:
+                continue  # an earlier format without the per-branch comparison
+            by_key[r["kind"], r["config"], r["sign"], r["d"]] = r
+    return list(by_key.values())
+
+
+def table(files: list[Path]) -> str:
+    rows = read_rows(files)
+    lines = ["| config | sign | d | L | runs | predicted | measured [95 %] | pred/meas − 1 | "
+             "hit mean pred / meas | hit sd pred / meas | IQR pred / meas [95 %] |",
+             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for r in sorted((r for r in rows if r["kind"] == "samples"),
+                    key=lambda r: (r["config"], r["sign"], r["d"])):
+        if not np.isfinite(r.get("measured", np.nan)):
+            lines.append(f"| {r['config']} | {r['sign']} | {r['d']:,} | {r['L']:,} | 0 | "
+                         f"{r['predicted']:,.0f} | — | — | — | — | — |")
+            continue
+        rel = r["predicted"] / r["measured"] - 1 if r["measured"] > 0 else float("nan")
+        lines.append(
+            f"| {r['config']} | {r['sign']} | {r['d']:,} | {r['L']:,} | {r['runs']} | "
+            f"{r['predicted']:,.0f} ± {r['predicted_error']:,.0f} | "
+            f"{r['measured']:,.0f} [{_get(r, 'measured_lo', 'lo'):,.0f}, "
+            f"{_get(r, 'measured_hi', 'hi'):,.0f}] | {rel:+.1%} | "
+            f"{_get(r, 'hit_mean_predicted', 'hit_mean_pred'):,.0f} / {r['hit_mean']:,.0f} | "
+            f"{_get(r, 'hit_sd_predicted', 'hit_sd_pred'):,.0f} / {r['hit_sd']:,.0f} | "
+            f"{_get(r, 'iqr_predicted', 'iqr_pred'):,.0f} / {r['iqr']:,.0f} "
+            f"[{r['iqr_lo']:,.0f}, {r['iqr_hi']:,.0f}] |")
+    crit = [r for r in rows if r["kind"] == "critical" and "sides" in r]
+    if crit:
+        lines += ["", "| config | sign | d | branch | c_critical (law) | chain [95 %] | "
+                  "law / chain − 1 | steps |",
+                  "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+        for r in crit:
+            if "unreachable" in r:
+                lines.append(f"| {r['config']} | {r['sign']} | {r['d']:,} | — | — | "
+                             f"not run: {r['unreachable']} | — | — |")
+            for side, v in r["sides"].items():
+                if "unreachable" in v:
+                    lines.append(f"| {r['config']} | {r['sign']} | {r['d']:,} | "
+                                 f"{'+ξ' if side == '1' else '−ξ'} | {v['c_law']:.4g} | "
+                                 f"not run: {v['unreachable']} | — | — |")
+                    continue
+                lines.append(f"| {r['config']} | {r['sign']} | {r['d']:,} | "
+                             f"{'+ξ' if side == '1' else '−ξ'} | {v['c_law']:.4g} | "
+                             f"{v['c_chain']:.4g} [{v['lo']:.4g}, {v['hi']:.4g}] | "
+                             f"{v['c_law'] / v['c_chain'] - 1:+.1%} | {v['steps']:,} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--configs", default="A,B,C")
+    ap.add_argument("--signs", default="random,fixed")
+    ap.add_argument("--dims", default="1e2,1e3,1e4,1e5")
+    ap.add_argument("--runs", type=int, default=64)
+    ap.add_argument("--runs-at", default="", help="d:runs,... overriding --runs at some d")
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--critical", default="", help="config:sign:d,... for c_critical bisections")
+    ap.add_argument("--critical-runs", type=int, default=32)
+    ap.add_argument("--critical-min-steps", type=int, default=0,
+                    help="at least this many steps per critical run (where the target is "
+                         "reached in a few dozen steps the default window is too short)")
+    ap.add_argument("--out", default="/work/notes/i29/scaling_bench.jsonl")
+    ap.add_argument("--table-only", action="store_true")
+    ap.add_argument("--critical-only", action="store_true", help="no samples points")
+    ap.add_argument("--table-from", default="", help="FILE,... read for the table before --out "
+                    "(a later file's point replaces an earlier one's)")
+    ap.add_argument("--docs", default="", help="write the table into this page between "
+                    f"{DOCS_BEGIN} and {DOCS_END}")
+    a = ap.parse_args()
+    out = Path(a.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if not a.table_only:
+        done = _done(out)
+        dims = [] if a.critical_only else [int(float(x)) for x in a.dims.split(",")]
+        laws = {}
+        for d in dims:  # the cheap dimensions of every configuration first
+            for name in a.configs.split(","):
+                for sign in a.signs.split(","):
+                    if ("samples", name, sign, d) in done:
+                        continue
+                    if (name, sign) not in laws:
+                        laws[name, sign] = _law(name, sign)
+                    runs = _runs_at(a.runs_at, a.runs).get(d, a.runs)
+                    row = point(name, sign, laws[name, sign], d, runs,
+                                a.seed)
+                    _append(out, row)
+                    print(json.dumps(row), flush=True)
+        for spec in filter(None, a.critical.split(",")):
+            name, sign, d = spec.split(":")
+            if ("critical", name, sign, int(float(d))) in done:
+                continue
+            if (name, sign) not in laws:
+                laws[name, sign] = _law(name, sign)
+            row = critical(name, sign, laws[name, sign], int(float(d)), a.critical_runs,
+                           a.seed, a.critical_min_steps)
+            _append(out, row)
+            print(json.dumps(row), flush=True)
+    files = [Path(f) for f in filter(None, a.table_from.split(","))] + \
+        ([out] if out.exists() else [])
+    text = table(files)
+    print(text)
+    if a.docs:
+        write_docs(Path(a.docs), text)
+
+
+def write_docs(page: Path, text: str) -> None:
+    """Replace the block between the markers of ``page`` with ``text``."""
+    src = page.read_text(encoding="utf-8")
+    i, j = src.index(DOCS_BEGIN) + len(DOCS_BEGIN), src.index(DOCS_END)
+    page.write_text(src[:i] + "\n" + text + "\n" + src[j:], encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,205 @@
+"""Scaling laws: the exact structure in d, the moments as polynomials in D against the reduced
+sampler and the quadrature, and a cheap, seeded slice of the law against the chain engine
+(the full comparison, to d = 10⁵, is ``benchmarks/scaling_law.py``; ``docs/scaling.md``).
+
+Tolerances are stated where they are used; every comparison with a simulation has a fixed seed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from attnsignal import ConfigError, ModelConfig
+from attnsignal.theory import landscape
+from attnsignal.theory.dimension_moments import STATISTICS, dimension_moments
+from attnsignal.theory.reduced import accumulate, reduced_chunks
+from attnsignal.theory.scaling import scaling_law, step_scale, time_scale
+
+SMALL = dict(n_informative=3, n_nuisance=9, theta=1.2, beta=1.3)
+SLICE = dict(n_informative=4, n_nuisance=16, theta=2.0, beta=1.0)
+
+
+# --------------------------------------------------------------------------- exact in d
+
+
+def test_objective_is_affine_in_d():
+    """Φ_d = Φ_A + (d − 1)Ψ: second differences in d vanish (quadrature, ~1e-13)."""
+    rho = np.linspace(-0.9, 0.9, 7)
+    phis = [landscape(ModelConfig(d=d, **SMALL), rho).phi for d in (3, 40, 77)]
+    assert np.allclose(phis[2] - 2 * phis[1] + phis[0], 0.0, atol=1e-11 * np.abs(phis[2]).max())
+
+
+@pytest.mark.parametrize("sign", ["fixed", "random"])
+def test_psi_prime_vanishes_at_zero(sign):
+    """Ψ'(0) = 0 by exchangeability at ρ = 0 (both signs), Ψ''(0) > 0: a saddle of the
+    d-proportional drift."""
+    m3 = ModelConfig(d=3, signal_sign=sign, **SMALL)
+    m4 = ModelConfig(d=1003, signal_sign=sign, **SMALL)
+    h = 1e-3
+    r = np.array([-h, 0.0, h])
+    psi = (landscape(m4, r).dphi - landscape(m3, r).dphi) / 1000.0
+    assert abs(psi[1]) < 1e-12
+    assert (psi[2] - psi[0]) / (2 * h) > 1e-3
+
+
+# --------------------------------------------------------------------------- moments in D
+
+
+@pytest.mark.parametrize("sign", ["fixed", "random"])
+def test_moments_in_d_match_the_reduced_sampler_at_each_d(sign):
+    """The D-polynomials of E[g_e], E[g_q], E[g_e²], E[g_q g_e], E[g_q²], E||u||² against direct
+    reduced-sampler means at d = 6, 60, 3000 (independent draws; |z| < 4.5 for all 54)."""
+    rho = np.array([-0.4, 0.1, 0.6])
+    base = ModelConfig(d=10, signal_sign=sign, **SMALL)
+    dm = dimension_moments(base, rho, n_samples=6000, seed=3)
+    for d in (6, 60, 3000):
+        m = base.replace(d=d)
+        mu, cov, n = accumulate(m, rho, 20000, 11, lambda p, r: np.stack(
+            [p.g_e, p.g_q, p.g_e ** 2, p.g_q * p.g_e, p.g_q ** 2, p.u2], 1))
+        se = np.sqrt(np.diagonal(cov, axis1=1, axis2=2) / n)
+        for i, st in enumerate(STATISTICS):
+            z = (dm.mean(st, d) - mu[:, i]) / np.hypot(dm.stderr(st, d), se[:, i])
+            assert np.all(np.abs(z) < 4.5), (sign, d, st, z)
+
+
+def test_drift_from_the_moments_matches_the_quadrature():
+    """s E[g_e] from the polynomial at any d equals (1 − ρ²)Φ'_d (|z| < 4 at three d)."""
+    rho = np.array([-0.5, 0.2, 0.7])
+    base = ModelConfig(d=10, **SMALL)
+    dm = dimension_moments(base, rho, n_samples=8000, seed=5)
+    s = np.sqrt(1 - rho ** 2)
+    for d in (5, 500, 50_000):
+        field = landscape(base.replace(d=d), rho).field
+        z = (s * dm.mean("g_e", d) - field) / (s * dm.stderr("g_e", d))
+        assert np.all(np.abs(z) < 4.0), (d, z)
+
+
+def test_leading_coefficient_is_two_beta_squared_rho_times_the_fourth_moment():
+    """κ's D³ coefficient is 2β²ρ E Σ α_i²(α_i − n²)² — the same draws, to rounding."""
+    m = ModelConfig(d=10, **SMALL)
+    rho = np.array([-0.3, 0.4])
+    dm = dimension_moments(m, rho, n_samples=3000, seed=9)
+    k3 = dm.kappa_coefficients("projected")[0][:, 3]
+    assert np.allclose(k3, dm.kappa_coefficients("riemannian")[0][:, 3], rtol=1e-12)
+    draws = next(reduced_chunks(m, 3000, 9))
+    for r, k in zip(rho, k3):
+        s = draws.a.copy()
+        s[:, :m.n_informative] += m.theta * r
+        z = m.beta * s
+        a = np.exp(z - z.max(1, keepdims=True))
+        a /= a.sum(1, keepdims=True)
+        n2 = (a * a).sum(1, keepdims=True)
+        M = ((a * a) * (a - n2) ** 2).sum(1).mean()
+        assert k == pytest.approx(2 * m.beta ** 2 * r * M, rel=1e-9)
+
+
+# --------------------------------------------------------------------------- the law
+
+
+@pytest.fixture(scope="module")
+def slice_laws():
+    return {s: scaling_law(ModelConfig(d=1000, signal_sign=s, **SLICE), target=0.5, c=0.02,
+                           n_samples=2000, seed=1) for s in ("fixed", "random")}
+
+
+@pytest.fixture(scope="module")
+def random_limit(slice_laws):
+    return slice_laws["random"].limit()
+
+
+def test_step_and_time_scales():
+    assert step_scale(1000, 20) == pytest.approx((20 / 1020) ** 2)
+    assert time_scale(1000, 20) == pytest.approx(51.0)
+    law = scaling_law(ModelConfig(d=100, **SLICE), target=0.5, c=0.5, n_samples=200)
+    assert law.step_size(10_000) == pytest.approx(0.5 * (20 / 10_020) ** 2)
+    prop = scaling_law(ModelConfig(d=100, **SLICE), target=0.5, c=0.5, n_samples=200,
+                       path="proportional")
+    m = prop.model_at(1000)
+    assert (m.n_informative, m.n_nuisance) == (40, 160)
+    assert prop.step_size(1000) == pytest.approx(prop.step_size(100))  # s is constant on it
+
+
+def test_limit_constants_are_consistent(random_limit):
+    """The fixed-L limit: λ(c) = c f'(0) − c² k'(0) vanishes at f'/k' (where ρ = 0 turns
+    stable); c_escape = f'/(2k') maximises it; the target's critical c is below f'/k'."""
+    lim = random_limit
+    assert lim.rate(lim.f1 / lim.k1) == pytest.approx(0.0, abs=1e-12)
+    assert lim.c_escape == pytest.approx(0.5 * lim.f1 / lim.k1)
+    assert 0 < lim.c_critical <= lim.f1 / lim.k1 * (1 + 1e-3)
+    assert lim.c_optimal == min(lim.c_escape, lim.c_critical)
+
+
+def test_escape_law_of_the_random_sign_is_the_closed_form(slice_laws):
+    """At d = 10⁴ the start sits at the saddle: the quadrature's hitting-time mean and spread
+    agree with (1/λ)[ln(X/σ_A) + (γ_E + ln 2)/2] + C̄ and π/(2√2 λ) to a few per cent (the
+    closed form neglects the non-linearity of the drift within the start's spread)."""
+    e = slice_laws["random"].law(10_000).escape
+    assert e is not None and abs(e.root) < 1e-12
+    assert e.mean == pytest.approx(e.mean_closed, rel=0.02)
+    assert e.sd == pytest.approx(e.sd_closed, rel=0.05)
+    assert e.noise_sd > 0.3 * e.initial_sd  # the accumulated noise is of the start's order
+
+
+def test_law_matches_the_chain_on_a_cheap_slice(slice_laws, chain_simulate):
+    """d = 100, 64 runs, both signs: the predicted samples within the measured 95 % bootstrap
+    interval widened by the law's error (Monte-Carlo error of κ, and 5 % for the O(1/d) terms
+    at this small d). Larger d, more runs and the other configurations: the benchmark."""
+    from attnsignal.measure import measure_samples
+
+    for sign, law in slice_laws.items():
+        for d in (100,):
+            pred = law.samples(d)
+            ms = measure_samples(law.model_at(d), law.step(d), 0.5, steps=int(3 * pred),
+                                 runs=64, seed=7, n_records=100)
+            slack = 0.05 * pred + law.samples_error(d)
+            lo, hi = ms.interval
+            assert lo - slack <= pred <= hi + slack, (sign, d, pred, ms.samples, ms.interval)
+
+
+def test_critical_c_brackets_the_chain(slice_laws, chain_simulate):
+    """Random sign at d = 1000: at 0.9 × c_critical the chain's stationary mean |ρ| (runs
+    started at 0.9, the run-mean averaged over the second half) is above the target, at
+    1.1 × c_critical below it. (The law's long-run mean is within about 0.01 of the chain's
+    there — its O(η³) remainder; 10 % in c moves it by about 0.05.)"""
+    law = slice_laws["random"]
+    cc = law.c_critical_at(1000)
+    steps = int(law.with_c(0.6 * cc).samples(1000))
+    means = []
+    for f in (0.9, 1.1):
+        res = chain_simulate(law.model_at(1000), law.with_c(f * cc).step(1000), steps=steps,
+                             runs=16, seed=2, initial_alignment=0.9, record_every=steps // 50)
+        a = np.abs(res.alignment)
+        means.append(a[:, a.shape[1] // 2:].mean())
+        assert law.settled_mean(1000, f * cc, 1) == pytest.approx(means[-1], abs=0.02)
+    assert means[0] > 0.5 > means[1]
+
+
+def test_bad_input_is_one_line():
+    m = ModelConfig(d=100, **SLICE)
+    with pytest.raises(ConfigError, match="^path:"):
+        scaling_law(m, target=0.5, path="sideways")
+    with pytest.raises(ConfigError, match="^target:"):
+        scaling_law(m, target=1.5)
+    with pytest.raises(ConfigError, match="^schedule:"):
+        scaling_law(m, target=0.5, schedule="fast")
+    with pytest.raises(ConfigError, match="^model.d:"):
+        scaling_law(m.replace(d=3), target=0.5)
+    with pytest.raises(ConfigError, match="^c:"):
+        scaling_law(m, target=0.5, c=-1.0)
+
+
+def test_the_law_at_large_d_tends_to_the_fixed_L_limit(slice_laws, random_limit):
+    """At d = 10⁶ the finite-d law's escape rate (per unit t = k/τ) and the ratio of the noise
+    to the start's variance are the limit's λ(c) and c² noise/(2λ), to O(1/√d + L/d)."""
+    law = slice_laws["random"]
+    lim = random_limit
+    d = 10 ** 6
+    e = law.law(d).escape
+    lam = lim.rate(law.c)
+    assert e.rate * law.tau(d) == pytest.approx(lam, rel=0.01)
+    assert (e.noise_sd / e.initial_sd) ** 2 == pytest.approx(law.c ** 2 * lim.noise / (2 * lam),
+                                                             rel=0.02)
+    tau = law.tau(d)
+    t = lim.escape_time(law.c, d, 0.5, const=0.5 * (e.c_plus + e.c_minus) / tau)
+    assert t * tau == pytest.approx(e.mean_closed, rel=0.01)
