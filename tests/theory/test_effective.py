@@ -158,14 +158,11 @@ def test_a_minibatch_pool_beyond_memory_is_refused_before_any_draw(monkeypatch):
     effective_dynamics itself, not only in the command line's pre-check)."""
     import time
 
-    import attnsignal.theory.effective as eff
-
     def no_pool(*a, **k):  # reaching the pool means the check came too late
         raise AssertionError("the gradient pool was drawn")
 
     import attnsignal.theory.moments as mom
 
-    monkeypatch.setattr(eff, "_gradient_pool", no_pool)
     monkeypatch.setattr(mom, "_gradient_pool", no_pool)
     monkeypatch.setattr(mom, "_accumulate", no_pool)
     t0 = time.perf_counter()

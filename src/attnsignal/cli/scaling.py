@@ -25,7 +25,7 @@ from rich.table import Table
 from ..config import ConfigError
 from ..paths import check_output_dir
 from ..validation import Integer, OneOf, Real, Sequence
-from . import app
+from ._app import app
 from ._common import MODEL_FIELDS, build_configs, config_options, console, option, option_value, out
 
 #: The reference model of a bare ``attnsignal scaling``: L = 20 tokens, a saddle at ρ = 0 for

@@ -16,7 +16,7 @@ from typing import Optional
 import typer
 
 from ..validation import Integer, Real
-from . import UsageFailure, app
+from ._app import UsageFailure, app
 from ._slurm import SlurmFlags, slurm_flags
 from ._common import console, option, option_value, out
 

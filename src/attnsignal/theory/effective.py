@@ -87,14 +87,12 @@ from scipy.interpolate import CubicSpline
 from scipy.stats import t as student_t
 
 from ..config import ConfigError, ModelConfig
-from ..seeds import stream
 from ..validation import Boolean, Integer, Optional, Real, validated
 from ._checks import BATCH, MODEL, RHO0, SEED, STEP, UPDATE
 from .reduced import _in_threads
-from .moments import (DEFAULT_RTOL, NODE_DZ, Z_CAP, MomentTable, OneStepMoments, _dphi_std,
-                      _gradient_pool, _max_samples, build_table, check_pool_memory, eta_nodes,
-                      extend_table,
-                      moment_table, one_step_moments)
+from .moments import (DEFAULT_RTOL, NODE_DZ, Z_CAP, MomentTable, OneStepMoments,
+                      _max_samples, build_table, check_pool_memory, eta_nodes,
+                      extend_table, moment_table, one_step_moments, z_max)
 
 __all__ = ["BlockBudgetExceeded", "Diagnostic", "EffectiveDynamics",
            "EffectiveDynamicsAccuracyError", "EffectiveDynamicsAccuracyWarning", "MomentTable",
@@ -897,29 +895,6 @@ class EffectiveDynamics:
                              "mean_abs": self.mean_abs, "mean_abs_stderr": se,
                              "mean": self.mean, "q10_abs": q[0], "median_abs": q[1],
                              "q90_abs": q[2]})
-
-
-def z_max(model: ModelConfig, eta_min_std: float, batch: int, z_start: float | None,
-          seed: int) -> float:
-    """Upper end of the grid: 2 above the plateau ``1 − |ρ| ≈ η V_B(1)/(4|Φ'(±1)|)`` of the
-    smallest step (``V_B`` the mean squared minibatch gradient at ``ρ = ±1``, from 1 000
-    importance-sampled draws), in [3, 9]."""
-    std = model.standardized()
-    dphi = _dphi_std(model)
-    pool, w = _gradient_pool(std, np.array([1.0 - 1e-9, -1.0 + 1e-9]), 1000,
-                             stream(seed, "plateau"), tilted=True)
-    zs = []
-    for i, end in enumerate((1.0, -1.0)):
-        fp = float(dphi(np.array(end))) * end
-        if fp <= 0:
-            continue
-        V = float(np.sum(w * (pool[i, :, 1] ** 2 + pool[i, :, 2])) / np.sum(w)) / batch
-        gap = max(eta_min_std * V / (4.0 * fp), 1e-16)
-        zs.append(0.5 * math.log(2.0 / gap))
-    z = max(zs) + 2.0 if zs else 3.0
-    if z_start is not None:
-        z = max(z, abs(z_start) + 0.5)
-    return float(min(max(z, 3.0), Z_CAP))
 
 
 _z_max = z_max
