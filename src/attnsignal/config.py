@@ -93,6 +93,19 @@ class ModelConfig(Config):
     Raises
     ------
     ConfigError (a ``ValueError``) naming the field, the allowed range and the value.
+
+    Examples
+    --------
+    >>> m = ModelConfig(d=100, n_informative=500, n_nuisance=10_000, theta=0.25)
+    >>> m.n_tokens
+    10500
+    >>> ModelConfig(d=10, n_informative=5, n_nuisance=20, theta=0.5, noise_std=2.0).standardized()
+    ModelConfig(d=10, n_informative=5, n_nuisance=20, theta=0.25, beta=2.0, noise_std=1.0,
+                signal_sign='fixed')
+    >>> ModelConfig(d=1, n_informative=5, n_nuisance=0, theta=1.0)
+    Traceback (most recent call last):
+    ...
+    attnsignal.validation.ConfigError: d: must be an integer >= 2; got 1
     """
 
     d: int

@@ -284,6 +284,18 @@ class StepSize(Schedule):
     Robbins–Monro (``Σ η_k = ∞``, ``Σ η_k² < ∞``) holds iff ``1/2 < power ≤ 1``.
     ``power = 0`` is a constant step: allowed, but not Robbins–Monro. A schedule that is not
     Robbins–Monro issues a :class:`NotRobbinsMonroWarning` when used by ``simulate``.
+
+    Examples
+    --------
+    >>> step = StepSize(eta0=0.03, k0=1000, power=1.0)
+    >>> step.describe()
+    'η_k = 0.03·(1 + k/1000)^(−1) — Robbins–Monro'
+    >>> step.eta([0, 1000, 3000]).tolist()   # η0, η0/2, η0/4
+    [0.03, 0.015, 0.0075]
+    >>> float(step.ode_time([2])[0]) == 0.03 + 0.03 / 1.001   # t_2 = η_0 + η_1
+    True
+    >>> StepSize(eta0=0.1, power=0.5).robbins_monro   # Σ η² diverges
+    False
     """
 
     eta0: float
@@ -332,8 +344,8 @@ class StepSize(Schedule):
         """Exact up to ``a = 200 000``; beyond, ``Σ_{j<a} η_j`` plus the closed-form integral of
         ``η`` over ``[a, k]`` and the Euler–Maclaurin terms ``(f(a) − f(k))/2 + (f'(a) −
         f'(k))/12``. The remainder is of order ``|f'''(a)|/720``, a relative error below 1e-12
-        for any ``k0 >= 1``. (The tail used to start at ``a = 1000``, which left relative errors
-        of 1e-8 at ``k0 = 50``.)"""
+        for any ``k0 >= 1`` (a tail from ``a = 1000`` would leave relative errors of 1e-8 at
+        ``k0 = 50``)."""
         if k <= _EXACT:
             return float(self.ode_time([k])[0])
         head = float(self.ode_time([_EXACT])[0])

@@ -15,6 +15,12 @@ whoever hands out names in one place checks they do not (:class:`KeyNames`).
 Functions that take a ``seed`` take an ``int >= 0`` or a ``SeedSequence`` (:data:`SEED`);
 :func:`stream` derives a named child from either, and :func:`split` turns one back into the
 ``(seed, spawn_key)`` pair that :func:`attnsignal.simulate` and the sweeps record.
+
+>>> s = stream(2606, "E1", "literal")
+>>> s.entropy, s.spawn_key == (name_code("E1"), name_code("literal"))
+(2606, True)
+>>> split(stream(s, 3)) == (2606, (*s.spawn_key, 3))
+True
 """
 
 from __future__ import annotations

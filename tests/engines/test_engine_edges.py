@@ -194,7 +194,7 @@ def test_chain_cost_does_not_depend_on_d():
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_informative_mass_on_the_signal_matches_the_large_L_formula(engine):
-    """At q = ξ the informative mass is ≈ R e^{βθ}/(R e^{βθ} + N) (DESIGN §4): 0.0603 for
+    """At q = ξ the informative mass is ≈ R e^{βθ}/(R e^{βθ} + N) (docs/model.md): 0.0603 for
     θ = 0.25, R = 500, N = 10 000."""
     m = asg.ModelConfig(d=50, n_informative=500, n_nuisance=10_000, theta=0.25)
     res = asg.simulate(m, asg.StepSize(1e-12), steps=1, runs=400, engine=engine, seed=2,

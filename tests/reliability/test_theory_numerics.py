@@ -22,7 +22,8 @@ HOT = asg.ModelConfig(d=10, n_informative=5, n_nuisance=50, theta=5.0, beta=30.0
 
 
 def _naive_asymptotic(R, N, d, theta, beta, rho):
-    """DESIGN §3's closed form written literally (overflows for large βθ or β)."""
+    """The large-R, N closed form of docs/model.md written literally (overflows for large βθ
+    or β)."""
     from scipy.special import expit
 
     rho = np.asarray(rho, float)

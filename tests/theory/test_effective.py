@@ -215,7 +215,7 @@ def test_a_step_whose_square_overflows_is_refused_not_a_frozen_law():
 def test_pool_kernel_matches_the_reduced_sampler_draw_by_draw(model):
     """The compiled pool (nuisance tokens through their ρ-free moments, or one by one where
     that quadratic form would cancel) gives every draw's ``(g_q, g_e, ||u||²)`` of the
-    literal vectorised sampler (``ReducedDraws.gradient``, DESIGN §2.1) on the same draws, at
+    literal vectorised sampler (``ReducedDraws.gradient``, docs/engines.md) on the same draws, at
     alignments from −0.9999 to 0.9999: each value to relative 1e-6 (the two differ by
     rounding only; at β = 8 without the one-by-one fallback some draws are off by 5 %)."""
     from attnsignal.theory.effective import _gradient_pool

@@ -1,4 +1,4 @@
-"""Fixed points, stability, basins and verdicts (DESIGN §4)."""
+"""Fixed points, stability, basins and verdicts (docs/model.md, "What the landscape looks like")."""
 
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ def test_small_d_over_L_is_monotone(method):
     assert b.monotone
     assert b.verdict == "Φ strictly increasing on [−1, 1]: every start but ρ = −1 goes to +ξ"
     assert len(b.basins) == 1 and b.basins[0].probability_uniform_start == pytest.approx(1.0)
-    # Φ' ~ 1e-2 here (DESIGN §4)
+    # Φ' ~ 1e-2 here (docs/model.md)
     d = landscape(model, np.linspace(-1, 1, 21)).dphi
     assert np.all(d > 0) and 0.005 < d.min() < d.max() < 0.05
 

@@ -4,7 +4,7 @@ After ``k`` samples the estimate is ``m̄_k = (1/k) Σ_t m_t`` with ``m_t = ε_t
 (``c = Rθ/(Lσ)``, :mod:`.base`); its direction is all that matters, so we keep the sum
 ``Σ_t m_t = S ξ + W`` through two numbers per run: ``S`` (the ``ξ`` component) and
 ``‖W‖`` (the norm of the ``ξ^⊥`` part). A block of ``Δ`` more samples adds, exactly in law
-(DESIGN §9),
+(docs/baselines.md),
 
     S   += c Σ_t ε_t + N(0, Δ/L)        (Σ ε_t = Δ, or 2·Binomial(Δ, 1/2) − Δ)
     ‖W‖² ← (‖W‖ + N(0, Δ/L))² + (Δ/L) χ²_{d−2}

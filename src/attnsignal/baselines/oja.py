@@ -3,9 +3,9 @@
     q_{k+1} = (q_k + η_k (m_k·q_k) m_k) / ‖q_k + η_k (m_k·q_k) m_k‖
 
 (Oja's classical rule ``q += η y (m − y q)``, ``y = m·q``, is its first-order expansion in
-``η``), started from a uniform ``q0``. Exact reduced form (the argument of DESIGN §2 for
-attention): rotations fixing ``ξ`` preserve the law of ``m`` and commute with the update, so
-``ρ_k`` is a Markov chain. With ``q = ρ ξ + s e`` (``e ⊥ ξ`` unit, ``s = √(1 − ρ²)``) and,
+``η``), started from a uniform ``q0``. Exact reduced form (the argument that makes attention's
+alignment a Markov chain, docs/model.md#the-alignment-is-a-markov-chain): rotations fixing
+``ξ`` preserve the law of ``m`` and commute with the update, so ``ρ_k`` is a Markov chain. With ``q = ρ ξ + s e`` (``e ⊥ ξ`` unit, ``s = √(1 − ρ²)``) and,
 for ``σ = 1``, ``m = a ξ + b e + v_⊥``, ``a ~ N(εc, 1/L)``, ``b ~ N(0, 1/L)``,
 ``‖v_⊥‖² ~ χ²_{d−2}/L``:
 

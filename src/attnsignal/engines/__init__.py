@@ -3,9 +3,9 @@ and listed in one registry (:mod:`.registry`).
 
 - ``literal``: materialised tokens, ``O(B L d)`` per update — the reference.
 - ``projected``: the full query vector at ``O(B (L + d))`` per update, exactly the law of the
-  literal algorithm (DESIGN §2.2).
+  literal algorithm (docs/engines.md#the-projected-engine).
 - ``chain``: the alignment Markov chain, ``O(B L)`` per update, ``d`` only a degree of freedom
-  (DESIGN §2.1). It has no query vector (``capabilities.has_query`` is False).
+  (docs/engines.md#the-update-of-rho). It has no query vector (``capabilities.has_query`` is False).
 - ``chain32``: the same chain with its per-sample arithmetic in float32 — opt-in, equal in
   law but not bit-identical to ``chain``; 0.9–1.1× its speed since ``chain``'s kernel got
   faster (:mod:`.chain32`).

@@ -1,5 +1,6 @@
 """Compiled core of the exact engines: random streams, the shared reduced-coordinate kernel,
-and the two parallel drivers (the chain, DESIGN §2.1, and the projected engine, §2.2).
+and the two parallel drivers (the chain and the projected engine, derived in
+docs/engines.md#the-exact-engines-derived).
 
 Why every jitted function lives in this one file: numba's on-disk cache (``cache=True``) is
 invalidated by the modification time of the file that defines a function, not of the files
@@ -526,7 +527,8 @@ def _dot(x, y, lo, hi):
 @_jit
 def reduced_sample(st, zt, rho, s, theta, beta, R, L, eps, gamma2, q_coord, e_coord, zeta,
                    weight, vbuf):
-    """One sample in reduced coordinates (DESIGN §2, steps 1–6), σ = 1.
+    """One sample in reduced coordinates, σ = 1
+    (docs/engines.md#one-sample-in-reduced-coordinates).
 
     Draws ``a``, then ``b``, then ``ζ`` (each ``N(0, I_L)``) from ``st``.
     ``gamma2 = γ²`` is supplied by the caller (a χ²_D draw for the chain, ``||γ⃗||²`` of the
@@ -836,7 +838,8 @@ def complement_sq_norm(st, zt, r, B, D, T, y):
 
     ``B <= BARTLETT_MAX_B``: with ``D >= B`` the Bartlett decomposition of
     Wishart(``D``, ``I_B``) — ``G = T T^T``, ``T_jj² ~ χ²_{D−j}`` (0-based),
-    ``T_jk ~ N(0, 1)`` for ``j > k``, result ``c^T G c``, ``c_j = r_j/√G_jj`` (DESIGN §2.1);
+    ``T_jk ~ N(0, 1)`` for ``j > k``, result ``c^T G c``, ``c_j = r_j/√G_jj``
+    (docs/engines.md#minibatches-the-bartlett-draw);
     with ``D < B`` the ``B`` directions are drawn explicitly. ``B > BARTLETT_MAX_B``: the
     sequential form, ``O(B)`` time and ``O(1)`` memory — with ``S_j = Σ_{b<=j} r_b û_b``,
     ``||S_{j+1}||² = ||S_j||² + r_{j+1}² + 2 r_{j+1} ||S_j|| t_j`` where

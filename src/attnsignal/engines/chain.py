@@ -1,4 +1,5 @@
-"""The alignment Markov chain (DESIGN §2.1): exact in law for ``ρ``, ``O(B L)`` per update.
+"""The alignment Markov chain: exact in law for ``ρ``, ``O(B L)`` per update (derived in
+docs/engines.md#the-update-of-rho).
 
 By the rotation symmetry about ``ξ`` the law of ``ρ_{k+1}`` given ``q_k`` depends on ``ρ_k``
 only, so the chain simulates ``ρ`` directly. Per sample it draws ``a, b, ζ ~ N(0, I_L)``,

@@ -7,16 +7,13 @@ softmax, the α-moments and the gradient sums) in float32: two 32-bit ziggurat n
 64-bit word instead of one, and 4-lane float32 sums. The projections ``v_a``, ``ζ·v_⊥``,
 ``||v_⊥||²``, the χ² draws, the complement norm and the update stay in float64.
 
-Why opt-in, and what was measured (``benchmarks/bench_float32.py``, docs/performance.md):
-about 1.4× faster per update than ``chain`` at small and at the paper's sizes when it was
-added; since ``chain``'s float64 kernel became 1.2× faster (2026-12-04: the bulk ziggurat's
-signed tables and unsigned positions, which this engine's sampler shares, and a vectorised
-gradient pass, which it does not) it measures 0.87× at d = 20, L = 210 and 1.12× at E1's
-size (one run of the script) — no longer a reason to choose it. No difference in law of the
-final ``|ρ|`` from the float64 chain in two-sample tests that detect the DROP_COMPLEMENT
-variant (d = 20, and d = 10⁶ where ``γ² ≈ d`` makes float32 cancellation in ``c_i − F``
-most likely), and the engine law tests against the literal algorithm pass
-(``tests/engines/test_engine_law.py``). The draws differ from the ``chain`` engine's (a
+Why opt-in, and what is measured (``benchmarks/bench_float32.py``, docs/performance.md): its
+speed is 0.87× that of ``chain`` at d = 20, L = 210 and 1.12× at E1's size (one run of the
+script) — ``chain``'s float64 kernel shares this engine's sampler, so float32 buys little.
+No difference in law of the final ``|ρ|`` from the float64 chain in two-sample tests that
+detect the DROP_COMPLEMENT variant (d = 20, and d = 10⁶ where ``γ² ≈ d`` makes float32
+cancellation in ``c_i − F`` most likely), and the engine law tests against the literal
+algorithm pass (``tests/engines/test_engine_law.py``). The draws differ from the ``chain`` engine's (a
 run is not bit-identical to its float64 twin, only equal in law), and each per-sample
 quantity carries float32 rounding (relative ~1e-7 instead of ~1e-16), so ``chain`` stays
 the default and the reproduction uses it. Same seed, same bits, whatever the number of runs,

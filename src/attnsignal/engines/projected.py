@@ -1,4 +1,5 @@
-"""The full-vector exact engine (DESIGN §2.2): ``q ∈ R^d`` at ``O(B (L + d))`` per update.
+"""The full-vector exact engine: ``q ∈ R^d`` at ``O(B (L + d))`` per update (derived in
+docs/engines.md#the-projected-engine).
 
 It evaluates the same reduced kernel as the chain (:func:`._kernel.reduced_sample`) and
 realises the complement part of each per-sample gradient explicitly (``ξ = e_1``,

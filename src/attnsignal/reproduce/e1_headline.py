@@ -44,39 +44,36 @@ TARGET = 0.9965  # the paper's mean final alignment
 
 @dataclass(frozen=True)
 class E1Plan(PlanSection):
-    """E1's budget and tolerances. Full: the paper's 30 runs, of 80 000 samples at d = 100, and
-    10 runs at d = 1000 (the paper has no d = 1000 runs; 10 resolve the mean final |ρ| to
-    ≈ 0.0005 and the effective-dynamics check early in the escape to one SE of ≈ 0.01 — with
-    their first 6 only, max(|gap| − 3 SE) was 0.0075 against the check's 0.01, with all 10
-    0.0003 — and they keep the full reproduction within its time budget: issue 16). 80 000
-    samples (100 000 until 2026-12-04; the schedule does not depend on the number of steps, so
-    these are the same runs stopped earlier): over 16 runs (``benchmarks/full_power.py e1``,
-    seed 777) the mean |ρ| was 0.99596 at 60 000 samples, 0.99660 at 70 000 and 0.99712 ±
-    0.00045 (sd over runs, min 0.99584) at 80 000 — the mean of 30 runs has a standard error of
-    ≈ 0.00008 there, so the 0.9965 claim has a margin of ≈ 7 of them (at 100 000: 0.9978).
+    """E1's budget and tolerances.
 
-    Quick: 6 runs of 8 000 samples with a larger step (4 at d = 1000); the claims' tolerances
-    are loosened to what that budget reaches (min ≥ 0.95, mean ≥ 0.96). The schedule does not
-    depend on the number of steps, so a quick run is the first 8 000 updates of a longer one:
-    over 24 runs at d = 100 the mean |ρ| was 0.957 at 6 000 samples, 0.969 at 8 000 and 0.985 at
-    16 000 (the quick plan until 2026-12-04, then checked against 0.98). Measured over six
-    seeds (2606, 1, 7, 42, 2027, 31337; ``benchmarks/quick_power.py``) the mean final |ρ| of the
-    6 runs was 0.9674–0.9734 (0.9699 ± 0.0023 from seed to seed, so the mean claim has a margin
-    of 4 of those standard deviations) and the smallest run 0.9579. The effective-dynamics check
-    is 0.05 + 3 SE in quick mode: at its step η0 = 0.05 (full: 0.03) the effective dynamics is
+    Full: the paper's 30 runs of 80 000 samples at d = 100, and 10 runs at d = 1000 (the
+    paper has none there). 10 runs resolve the mean final |ρ| at d = 1000 to ≈ 0.0005 and the
+    effective-dynamics check early in the escape to one SE of ≈ 0.01 (with 6 of them,
+    max(|gap| − 3 SE) was 0.0075 against the check's 0.01; with all 10, 0.0003), within the
+    full reproduction's time budget. 80 000 samples: the schedule does not depend on the
+    number of steps, and over 16 runs (``benchmarks/full_power.py e1``, seed 777) the mean |ρ|
+    was 0.99596 at 60 000 samples, 0.99660 at 70 000 and 0.99712 ± 0.00045 (sd over runs,
+    min 0.99584) at 80 000 — the mean of 30 runs has a standard error of ≈ 0.00008 there, so
+    the 0.9965 claim has a margin of ≈ 7 of them.
+
+    Quick: 6 runs of 8 000 samples with a larger step (4 at d = 1000), and the claims'
+    tolerances loosened to what that budget reaches (min ≥ 0.95, mean ≥ 0.96): over 24 runs
+    at d = 100 the mean |ρ| was 0.957 at 6 000 samples, 0.969 at 8 000 and 0.985 at 16 000;
+    over six seeds (2606, 1, 7, 42, 2027, 31337; ``benchmarks/quick_power.py``) the mean final
+    |ρ| of the 6 runs was 0.9674–0.9734 (0.9699 ± 0.0023 from seed to seed: a margin of 4 of
+    those standard deviations) and the smallest run 0.9579. The effective-dynamics check is
+    0.05 + 3 SE in quick mode: at its step η0 = 0.05 (full: 0.03) the effective dynamics is
     off by up to ~0.03 at d = 1000 — an error of the diffusion approximation at large η
     (docs/effective-dynamics.md) — and 4 runs estimate their standard error poorly; over
     twelve sets of 4 runs (six seeds each at 16 000 and 20 000 samples) max(|gap| − 3 SE) was
-    0.014 ± 0.010, at most 0.032, so 0.025 (the tolerance before) failed two of them; over the
-    six seeds above at 8 000 samples it was 0.015 ± 0.010, at most 0.032. 0.05
-    still fails the limiting ODE (off by 0.65 there) and a prediction shifted by 0.08; the full
-    run holds the effective dynamics to 0.01 + 3 SE."""
+    0.014 ± 0.010, at most 0.032, and over the six seeds above at 8 000 samples 0.015 ±
+    0.010, at most 0.032. 0.05 still fails the limiting ODE (off by 0.65 there) and a
+    prediction shifted by 0.08; the full run holds the effective dynamics to 0.01 + 3 SE."""
 
     model: ModelConfig = ModelConfig(d=100, n_informative=500, n_nuisance=10_000, theta=0.25)
     big_d: int = 1000
     runs: int = 30
-    # runs at d = big_d (as many as at d = model.d: one sweep whose grid is the two
-    # dimensions; otherwise a sweep of its own)
+    # runs at d = big_d (a sweep of their own)
     big_runs: int = 10
     steps: int = 80_000
     step: StepSize = StepSize(eta0=0.03, k0=1000.0, power=1.0)
@@ -88,7 +85,7 @@ class E1Plan(PlanSection):
     literal_steps: int = 300
     # chain runs the literal ones are compared with (their mean's variance is var/chain_runs
     # against var/literal_runs: 50 makes the z's standard error 1.5 % larger than infinitely
-    # many would, at a quarter of the chain work of the 200 runs used before)
+    # many would)
     chain_check_runs: int = 50
     # tolerances of the claims
     min_final_abs: float = 0.99

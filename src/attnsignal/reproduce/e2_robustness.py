@@ -37,23 +37,19 @@ def steps_to_reach(frame: pd.DataFrame, level: float = 0.99) -> pd.Series:
 
 @dataclass(frozen=True)
 class E2Plan(PlanSection):
-    """E2's grid, budget and tolerances. Full: 12 runs of 15 000 samples per cell (run ``r`` of
-    a cell is the same run as with the 30 used before: its seed is (cell, ``r``)); the claim is
+    """E2's grid, budget and tolerances. Full: 12 runs of 15 000 samples per cell; the claim is
     on each cell's mean final |ρ|, which 12 runs resolve to ≈ sd/3.5. Measured over three sets
     of 12 runs (``benchmarks/full_power.py e2``, seeds 501–503) the weak-signal cell (θ = 0.25,
     N/R = 20) ended at 0.9833–0.9845 (standard error of a 12-run mean ≈ 0.0006) and the slowest
     cell (θ = 0.25, N/R = 1) at 0.9702–0.9744 (≈ 0.0013–0.0022), so the tolerances are 0.98 and
-    0.96: margins of ≈ 6 standard errors. Until 2026-12-04 the plan ran 30 000 samples against
-    0.99 and 0.98, where the weak-signal cell (0.9915) had a margin of 0.0015, ≈ 3 standard
-    errors.
+    0.96: margins of ≈ 6 standard errors.
 
     Quick: 3 runs of 3 000 samples per cell. Measured over eight sets of runs (seeds 2606, 1,
     7, 42, 2027, 31337, 11, 12 in ``benchmarks/quick_power.py``) the slowest cell (θ = 0.25,
     N/R = 1) ended at 0.874–0.913 (0.895 ± 0.013 from set to set) and the weak-signal one
     (θ = 0.25, N/R = 20) at 0.892–0.927 (0.909 ± 0.011), so the grid tolerance is 0.84 and the
     weak-signal one 0.86: margins of ≥ 4 of those standard deviations, while a cell that did
-    not align (|ρ| of a few tenths) fails by far. (6 000 samples, the plan until 2026-12-04:
-    0.929–0.942 and 0.953–0.966, checked against 0.9 and 0.93.)"""
+    not align (|ρ| of a few tenths) fails by far."""
 
     thetas: tuple[float, ...] = (0.25, 0.5, 1.0)
     ratios: tuple[int, ...] = (1, 5, 10, 20)

@@ -38,17 +38,16 @@ BOUNDARY_OFFSETS = (-0.12, -0.06, -0.03, 0.0, 0.03, 0.06, 0.12)
 class E4Plan(PlanSection):
     """E4's two-sign configuration and budget. Full: 200 runs from uniform starts and 50 per
     fixed start (the fraction at +ξ to a standard error of ≈ 0.024); quick: 40 and 10 runs;
-    both 150 000 steps: every sign is settled by 120 000 steps (measured over 100 runs), and
-    in the full run of 2026-12-04 at 200 000 steps (the full plan until then) the last of
-    the 200 uniform-start runs to change sign did so at step 104 000. No claim rests on these
-    runs (the claim is the theory's); with 40 runs the fraction at +ξ has a standard error of
-    about 0.054 against the uniform-start prediction 0.865, and the boundary is sharp at this
-    size: with 20 runs per start (the quick plan until 2026-12-04, seed 2606) the fraction at
-    +ξ was 0 from ρ* − 0.03 down and 1 from ρ* + 0.03 up, 0.45 at ρ* itself, which 10 runs per
-    start show as well (a fraction's standard error is ≤ 0.16 there).
+    both 150 000 steps: every sign is settled by 120 000 steps (measured over 100 runs; over
+    200 uniform-start runs of 200 000 steps the last to change sign did so at step 104 000).
+    No claim rests on these runs (the claim is the theory's); with 40 runs the fraction at +ξ
+    has a standard error of about 0.054 against the uniform-start prediction 0.865, and the
+    boundary is sharp at this size: with 20 runs per start (seed 2606) the fraction at +ξ was
+    0 from ρ* − 0.03 down and 1 from ρ* + 0.03 up, 0.45 at ρ* itself, which 10 runs per start
+    show as well (a fraction's standard error is ≤ 0.16 there).
 
-    d/L large makes Φ non-monotone. DESIGN's example (``design_model``: d=1000, R=10, N=200,
-    θ=0.25) has ρ* = −0.34, so uniform starts all go to +ξ, and its gradient noise
+    d/L large makes Φ non-monotone. The example of docs/model.md (``design_model``: d=1000,
+    R=10, N=200, θ=0.25) has ρ* = −0.34, so uniform starts all go to +ξ, and its gradient noise
     (V ≈ 6·10^4 against a field of 10^-2) would need steps below 10^-8 for the basins to
     show; ``model`` has a basin of −ξ that a uniform start hits with probability 0.135 and
     V/field² ≈ 1600."""

@@ -53,7 +53,7 @@ class E6Plan(PlanSection):
     samples: int = 1_000_000
     records: int = 60
     pca_big_runs: int = 6
-    attention_runs: int = 2  # random sign, per dimension (4 until 2026-12-04)
+    attention_runs: int = 2  # random sign, per dimension
     attention_steps: int = 80_000  # E1's (full) budget
     attention_big_d: bool = True
     attention_theory: bool = True

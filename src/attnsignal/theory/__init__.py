@@ -1,5 +1,6 @@
 """Theory layer: the population landscape ``Φ(ρ)``, the limiting ODE, fixed points, the
-finite-step correction and simulation-vs-ODE tracking (DESIGN §3–4).
+finite-step correction and simulation-vs-ODE tracking (derived in docs/model.md and
+docs/theory.md).
 
 Modules (one concept each):
 
@@ -8,7 +9,7 @@ Modules (one concept each):
 ``field``          the vector field ``(1 − ρ²)Φ'(ρ)`` and fast ``Φ'``, ``Φ`` interpolants
 ``ode``            :func:`solve_ode` (in ``z = artanh ρ``) with hitting times; :func:`flow`
 ``fixed_points``   fixed points, stability, basins, verdict
-``reduced``        a vectorised reduced-coordinate gradient sampler (DESIGN §2.1)
+``reduced``        a vectorised reduced-coordinate gradient sampler (docs/engines.md)
 ``finite_step``    Monte-Carlo drift and variance, the ``O(η²)`` correction, constant-step
                    plateau, samples needed to reach a target alignment
 ``effective``      the law of ``ρ_k`` at finite step and dimension (:func:`effective_dynamics`)

@@ -1,5 +1,5 @@
 """Schedule advisor: which step sizes reach a target alignment in the fewest samples
-(DESIGN §8), predicted by the effective dynamics (:mod:`.effective`).
+(docs/theory.md#the-law-of-rho-k), predicted by the effective dynamics (:mod:`.effective`).
 
 Time-optimal mean path
 ----------------------

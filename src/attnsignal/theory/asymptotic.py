@@ -1,4 +1,5 @@
-"""Large-``R, N`` limit ``Φ∞(ρ)`` in closed form, with its analytic derivative (DESIGN §3).
+"""Large-``R, N`` limit ``Φ∞(ρ)`` in closed form, with its analytic derivative
+(docs/model.md#the-population-objective).
 
 Standardised model (``σ = 1``), fixed sign. With ``u = e^{βθρ}`` and ``p = R u/(R u + N)``
 (the limiting informative mass),

@@ -1,7 +1,8 @@
-"""Effective dynamics at finite step and dimension: the law of ``ρ_k`` (DESIGN §2, §8).
+"""Effective dynamics at finite step and dimension: the law of ``ρ_k``
+(docs/theory.md#the-law-of-rho-k).
 
-``ρ_k`` is a Markov chain (DESIGN §2). This module evolves its law on a grid with the finite-``η``
-one-step moments of the exact reduced sampler, and so predicts the mean ``E ρ_k``, the mean
+``ρ_k`` is a Markov chain (docs/model.md#the-alignment-is-a-markov-chain). This module evolves
+its law on a grid with the finite-``η`` one-step moments of the exact reduced sampler, and so predicts the mean ``E ρ_k``, the mean
 ``E|ρ_k|`` and any quantile of ``|ρ_k|`` — what a simulation shows at the sizes users run —
 where the limiting ODE ``dρ/dt = (1 − ρ²)Φ'(ρ)`` is only the ``η → 0`` limit.
 
@@ -11,12 +12,13 @@ The law is carried in ``z = artanh ρ`` on a uniform grid ``z_j = j h`` on ``[�
 the first-order drift is the limiting ODE itself, ``E[Δz] = η Φ'(ρ) + O(η²)`` (since
 ``E[g_e] = s Φ'(ρ)``, ``s = √(1 − ρ²)``), and the approach to ``±1`` — where ``1 − |ρ|`` is
 spread over decades — is resolved uniformly (``1 − |ρ| ≈ 2 e^{−2|z|}``). ``Z`` is chosen
-above the constant-step plateau of the smallest step of the schedule (DESIGN §3) by a margin of
+above the constant-step plateau of the smallest step of the schedule
+(docs/theory.md#the-second-order-term) by a margin of
 2 in ``z`` (a factor ``e⁴`` in ``1 − |ρ|``); mass that would leave the grid stays on its last node.
 
 One-step moments (:func:`one_step_moments`)
 -------------------------------------------
-At each of about 65 alignments (uniform in ``z``) the reduced sampler (DESIGN §2.1) draws
+At each of about 65 alignments (uniform in ``z``) the reduced sampler (:mod:`.reduced`) draws
 ``n_samples`` per-sample gradients ``(g_q, g_e, ||u||²)`` once (common random numbers), and the
 *exact* update (projected or riemannian; minibatches of ``B`` distinct draws with the complement
 norm from a Bartlett draw of Wishart(``D``, ``I_B``), §2.1) gives ``ρ'`` for every draw at every
@@ -285,7 +287,8 @@ def one_step_moments(model: ModelConfig, rho: Any, eta: Any, *, batch: int = 1,
                      seed: int = 0) -> OneStepMoments:
     """Mean and variance of the one-step change of ``ρ`` and of ``z = artanh ρ`` at every
     ``(ρ, η)`` (``η`` in the model's units; ``σ ≠ 1`` uses the standardised model with step
-    ``σ²η``), from the exact reduced update with the control variate of DESIGN §8:
+    ``σ²η``), from the exact reduced update with the control variate of
+    docs/theory.md#the-law-of-rho-k:
     ``E[Δρ] = η(1 − ρ²)Φ'(ρ) + E[Δρ − η s ḡ_e]`` (``E[Δz] = ηΦ'(ρ) + E[Δz − ηḡ_e/s]``), the
     coefficient of the control variate fitted by regression (:func:`_control_variate`).
 
@@ -423,7 +426,7 @@ def _moment_table(model: ModelConfig, z_max: float, etas_std: np.ndarray, batch:
     if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
         raise FloatingPointError("effective_dynamics: non-finite one-step moments")
     if model.signal_sign == "random":
-        # the chain is symmetric under ρ → −ρ (DESIGN §1): m odd, v even in z — impose it on
+        # the chain is symmetric under ρ → −ρ (docs/model.md): m odd, v even in z — impose on
         # the Monte-Carlo estimates (the nodes are symmetric about 0)
         a = 0.5 * (a - a[::-1])
         b = 0.5 * (b + b[::-1])
@@ -627,7 +630,7 @@ class EffectiveDynamics:
 def _z_max(model: ModelConfig, eta_min_std: float, batch: int, z_start: float | None,
            seed: int) -> float:
     """Upper end of the grid: 2 above the plateau ``1 − |ρ| ≈ η V_B(1)/(4|Φ'(±1)|)`` of the
-    smallest step (DESIGN §3), in [3, 9]."""
+    smallest step (docs/theory.md#the-second-order-term), in [3, 9]."""
     std = model.standardized()
     dphi = _dphi_std(model)
     pool = _gradient_pool(std, np.array([1.0 - 1e-9, -1.0 + 1e-9]), 400, stream(seed, "plateau"))

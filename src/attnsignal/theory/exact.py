@@ -1,7 +1,7 @@
 """Exact finite-size ``Φ(ρ)`` and ``Φ'(ρ)`` by one-dimensional quadrature (no sampling).
 
 Standardised model (``σ = 1``, fixed sign). With ``a ~ N(0, I_L)``, ``s_i = θρ 1_i + a_i``,
-``w_i = e^{β s_i}``, ``S = Σ_i w_i`` and ``α = w/S`` (DESIGN §3),
+``w_i = e^{β s_i}``, ``S = Σ_i w_i`` and ``α = w/S`` (docs/theory.md#exact-finite-size),
 
     Φ(ρ) = E[A² + c m² + (d − 1) n²],   A = α·s,  m = Σ_{i∈I} α_i,  n² = ||α||²,
     c = θ²(1 − ρ²).

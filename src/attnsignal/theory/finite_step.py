@@ -1,6 +1,7 @@
-"""Monte-Carlo drift, gradient variance and the finite-step correction (DESIGN §3).
+"""Monte-Carlo drift, gradient variance and the finite-step correction
+(docs/theory.md#the-second-order-term).
 
-All estimates come from the reduced sampler of :mod:`.reduced` (DESIGN §2.1), independent of
+All estimates come from the reduced sampler of :mod:`.reduced`, independent of
 the quadrature behind :func:`landscape`. Per sample at alignment ``ρ`` (``s = √(1 − ρ²)``):
 ``g = g_q q + g_e e + u``, ``g_R = g_e e + u`` and ``ξ·g_R = s g_e``.
 

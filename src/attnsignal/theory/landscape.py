@@ -1,5 +1,5 @@
 """The population objective on the sphere as a function of the alignment: ``Φ(ρ) = J(q)`` for
-unit ``q`` with ``<q, ξ> = ρ`` (DESIGN §3), and ``Φ'(ρ)``.
+unit ``q`` with ``<q, ξ> = ρ`` (docs/model.md#the-population-objective), and ``Φ'(ρ)``.
 
 Three methods (all exact reductions of the same quantity):
 
@@ -162,6 +162,22 @@ def landscape(model: ModelConfig, rho: Any, method: str = "exact", *,
     bad ``n_samples``/``seed``, ``β σ > 12`` with method "exact", ``θ/σ > 1e100``, a
     Monte-Carlo size that cannot fit in memory or finish (the estimate is in the message), or
     a value that would not be finite (the message names a method that works).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from attnsignal import ModelConfig
+    >>> m = ModelConfig(d=20, n_informative=10, n_nuisance=40, theta=1.0)
+    >>> ls = landscape(m, [-0.5, 0.0, 0.5])
+    >>> bool(np.allclose(ls.field, (1 - ls.rho ** 2) * ls.dphi))   # the ODE's right-hand side
+    True
+    >>> flat = landscape(m.replace(theta=0.0), [-0.5, 0.5])     # no signal: Φ does not depend on ρ
+    >>> bool(np.allclose(flat.phi, flat.phi[0], rtol=1e-12)), bool(np.allclose(flat.dphi, 0))
+    (True, True)
+    >>> big = landscape(m.replace(n_informative=10_000, n_nuisance=40_000), 0.5)
+    >>> asy = landscape(m.replace(n_informative=10_000, n_nuisance=40_000), 0.5, "asymptotic")
+    >>> bool(abs(big.phi - asy.phi) < 1e-3 * big.phi)   # the large-R, N limit
+    True
     """
     r = rho
     _check_range(model)

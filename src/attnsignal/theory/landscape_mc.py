@@ -1,4 +1,5 @@
-"""Monte-Carlo ``Φ(ρ)`` and pathwise ``Φ'(ρ)`` from the exact reduction (DESIGN §3).
+"""Monte-Carlo ``Φ(ρ)`` and pathwise ``Φ'(ρ)`` from the exact reduction
+(docs/model.md#the-population-objective).
 
 Standardised model (``σ = 1``). For ``a ~ N(0, I_L)``, ``s_i = θρ 1_i + a_i``,
 ``α = softmax(β s)``:

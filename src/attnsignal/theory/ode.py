@@ -1,4 +1,5 @@
-"""The limiting ODE ``dρ/dt = (1 − ρ²) Φ'(ρ)`` (DESIGN §3) and its solution.
+"""The limiting ODE ``dρ/dt = (1 − ρ²) Φ'(ρ)`` (docs/model.md#the-population-objective) and
+its solution.
 
 The ODE is integrated in ``z = artanh ρ``, where it reads ``dz/dt = Φ'(tanh z)``: the approach
 to ``±1`` (which the ``ρ`` variable makes exponentially slow and ill-conditioned) becomes linear

@@ -1,4 +1,5 @@
-"""A small vectorised reduced-coordinate sampler of the per-sample gradient (DESIGN §2.1).
+"""A small vectorised reduced-coordinate sampler of the per-sample gradient
+(docs/engines.md#one-sample-in-reduced-coordinates).
 
 Standardised model (``σ = 1``). For a unit ``q`` with alignment ``ρ`` write
 ``ξ = ρ q + s e`` (``s = √(1 − ρ²)``). Each sample is drawn as (steps 1–6 of §2.1):
@@ -284,7 +285,8 @@ def _nuisance_moments(e, a, b, zeta, R, M):  # pragma: no cover
 
 @njit(cache=True, parallel=True, nogil=True)
 def _pool_kernel(rhos, a, b, zeta, chi, chi_p, eps, theta, beta, R, out, pos):  # pragma: no cover
-    """Steps 2–6 of DESIGN §2.1 for every draw ``i`` and alignment ``rhos[r]``:
+    """One sample in reduced coordinates (docs/engines.md#one-sample-in-reduced-coordinates)
+    for every draw ``i`` and alignment ``rhos[r]``:
     ``out[r, pos + i] = (g_q, g_e, ||u||²)``. The softmax weights factor as
     ``e^{βa_j}`` times ``e^{βεθρ}`` on the informative tokens, so the exponentials are taken
     once per draw (shifted per token class) and reused at every ``ρ``.
