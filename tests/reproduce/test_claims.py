@@ -80,7 +80,8 @@ def test_a_violated_claim_fails(name, field, value, which):
     own = exp.claims(plan.section(exp), meas[name])
     assert own[which].verdict == "FAIL" and own[which].failed
     rows = check_claims(plan, meas)
-    assert claims_failed(rows) == [own[which]]
+    # check_claims links each row to its experiment's section (its evidence)
+    assert claims_failed(rows) == [replace(own[which], evidence=name)]
 
 
 def test_quick_tolerances_are_looser_but_still_fail_real_violations():

@@ -151,8 +151,8 @@ def reproduce(
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     with claim_output(out):
-        return _reproduce(out, plan, executor, scheduler, workers, progress, log, t_start,
-                          cpu_start)
+        return _reproduce(out, plan, experiments, executor, scheduler, workers, progress, log,
+                          t_start, cpu_start)
 
 
 @contextmanager
@@ -175,7 +175,8 @@ def claim_output(out: Path) -> Iterator[None]:
             shutil.rmtree(out / PROFILE_DIR, ignore_errors=True)
 
 
-def _reproduce(out: Path, plan: Plan, executor: str, scheduler: str | None,
+def _reproduce(out: Path, plan: Plan, experiments: "list[Experiment[Any, Any]]",
+               executor: str, scheduler: str | None,
                workers: int | None, progress: bool, log: Callable[[str], None],
                t_start: float, cpu_start: float) -> ReproductionResult:
     """:func:`reproduce` once ``out`` is claimed."""
