@@ -10,9 +10,8 @@ import typer
 from rich.table import Table
 
 from ..config import NotRobbinsMonroWarning, RunConfig
-from ..engines import get_engine
 from ..paths import check_output_dir
-from ..simulate import DivergenceWarning, simulate
+from ..simulate import DivergenceWarning, check_simulation, simulate
 from ._app import app
 from ._common import (
     MODEL_FIELDS, RUN_FIELDS, STEP_FIELDS, build_configs, config_options, console, fmt, out,
@@ -60,7 +59,7 @@ def run_cmd(
     """
     model, step, run = build_configs(flags, config, RUN_DEFAULTS)
     check_output_dir(out_dir, "out", create=False)  # a file, read-only...: before simulating
-    get_engine(run["engine"]).check(model, RunConfig(**run))  # before the progress bar
+    check_simulation(model, RunConfig(**run))  # sizes and work: before the progress bar
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", NotRobbinsMonroWarning)
         warnings.simplefilter("always", DivergenceWarning)
