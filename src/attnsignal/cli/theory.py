@@ -364,6 +364,10 @@ def ode_cmd(
                 f"than {_MAX_AUTO_STEPS:,}); pass --steps or a smaller --t-max; got no --steps")
         run["steps"] = max(k_win, 1)
     rc = RunConfig(**{**run, "initial_alignment": r0})  # validated, with its default records
+    if compare:  # the simulation's sizes and work, before anything is written or drawn
+        from ..simulate import check_simulation
+
+        check_simulation(model, rc)
     if effective:
         _check_effective(model, step, rc)
 
