@@ -67,7 +67,7 @@ def baseline_cmd(
                           method)
     from ..paths import check_output_dir
 
-    check_output_dir(out_dir, "out")  # a file, read-only, too long...: before any work
+    check_output_dir(out_dir, "out", create=False)  # a file, read-only...: before any work
     from_file = load_toml(config) if config is not None else {}
     step_given = any(flags[n] is not None for n in STEP_FIELDS) or "step" in from_file
     # η0 = 1 stands in for Oja's default step (:func:`attnsignal.baselines.oja.default_step`)
