@@ -18,6 +18,7 @@ from attnsignal.baselines.theory import (
 from attnsignal.config import ConfigError
 from attnsignal.sweep.slurm import SlurmOptions, memory_bytes, walltime_seconds
 
+from hostile_cases import SMALL, TINY_SPEC
 from hostile_helpers import run_cli
 
 M = asg.ModelConfig(d=4, n_informative=1, n_nuisance=2, theta=1.0)
@@ -103,21 +104,6 @@ def test_slurm_names_outside_slurms_characters_are_refused(field, value):
     SlurmOptions(partition="short,long-1", account="lab_2.x")  # what Slurm accepts
 
 
-SPEC = """\
-[sweep]
-runs = 2
-steps = 3
-engine = "chain"
-[model]
-d = 4
-n_informative = 1
-n_nuisance = 2
-theta = 1.0
-[step]
-eta0 = 0.1
-[grid]
-"model.theta" = [0.5, 1.0]
-"""
 
 
 @pytest.mark.parametrize("flag, value", [("--walltime", "99:99:99"), ("--memory", "99999999999"),
@@ -126,15 +112,13 @@ eta0 = 0.1
                                          ("--partition", "a,b,"), ("--account", "a b")])
 def test_slurm_flags_are_refused_before_any_job_script(flag, value, tmp_path, capsys):
     spec = tmp_path / "s.toml"
-    spec.write_text(SPEC)
+    spec.write_text(TINY_SPEC)
     end = run_cli(["sweep", str(spec), "--out", str(tmp_path / "o"), "--executor", "slurm",
                    "--dry-run", flag, value], capsys)
     assert end.how == "refused" and end.message.startswith(
         f"attnsignal: error: slurm.{flag[2:]}: must"), end
     assert not (tmp_path / "o").exists()
 
-
-SMALL = ["--d", "4", "--n-informative", "1", "--n-nuisance", "2", "--theta", "1"]
 
 
 @pytest.mark.parametrize("argv, field", [
