@@ -62,6 +62,7 @@ from .paths import check_output_dir, file_lock
 
 __all__ = [
     "atomic_write",
+    "file_system_error",
     "remove_temporaries",
     "ResultFileError",
     "ResultMissingError",
@@ -171,24 +172,46 @@ def atomic_write(path: str | os.PathLike[str], write: Callable[[str], None]) -> 
     ``tmp_path`` is ``.NAME.XXXXXXXX.tmp`` in ``path``'s directory (created if needed, mode
     ``0o777 & ~umask``), an empty file of mode ``0o666 & ~umask`` that ``write`` opens and
     fills; ``path`` ends with that mode (set again before the rename, should ``write`` have
-    replaced the file). It is removed if ``write`` raises. Raises whatever ``write`` or the
-    file system raises.
+    replaced the file). It is removed if ``write`` raises. Raises whatever ``write`` raises;
+    a fault of the file system (a full disk, a read-only mount, an I/O error) while the
+    temporary is created, written or renamed raises ``OSError(errno, cause, path)``, naming
+    ``path`` (not the temporary) and the cause, e.g. ``[Errno 28] No space left on device:
+    'OUT/manifest.json'``; ``path`` is then as it was before the call.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp, mode = _new_temporary(path)
+    tmp = None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp, mode = _new_temporary(path)
         write(str(tmp))
         with open(tmp, "rb+") as fh:
             os.fsync(fh.fileno())
             if os.fstat(fh.fileno()).st_mode & 0o7777 != mode:
                 os.fchmod(fh.fileno(), mode)
         os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
+    except BaseException as exc:
+        if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise file_system_error(exc, path) from exc
         raise
     fsync_dir(path.parent)
+
+
+def file_system_error(exc: OSError, path: str | os.PathLike[str]) -> OSError:
+    """``exc`` (an ``OSError`` of any origin: the OS, pyarrow, matplotlib) as an ``OSError``
+    of the same class naming ``path`` and the cause in one line: ``errno``/``strerror`` when
+    it has them, else its text (an ``errno`` is read back from that text where it names one,
+    as pyarrow's ``"Error writing bytes to file. Detail: [errno 28] ..."`` does)."""
+    code, cause = exc.errno, exc.strerror
+    if cause is None:
+        cause = " ".join(str(exc).split()) or type(exc).__name__
+        named = re.search(r"errno (\d+)", cause, re.IGNORECASE)
+        if code is None and named:
+            code = int(named.group(1))
+            cause = os.strerror(code)
+    # OSError(errno, ...) is the errno's own class (FileNotFoundError, PermissionError...)
+    return OSError(code, cause, str(path)) if code is not None else OSError(f"{path}: {cause}")
 
 
 def remove_temporaries(directory: str | os.PathLike[str]) -> list[str]:

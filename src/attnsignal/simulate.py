@@ -31,7 +31,7 @@ from .validation import Boolean, Instance, Integer, Optional
 from .validation import Callable as IsCallable, Sequence as SequenceOf
 
 
-__all__ = ["simulate", "DivergenceWarning"]
+__all__ = ["simulate", "check_simulation", "DivergenceWarning"]
 
 
 class DivergenceWarning(RuntimeWarning):
@@ -59,6 +59,25 @@ def _check_record_memory(run: RunConfig, n_rec: int, d: int) -> None:
     # 8 bytes a value, and ~48 for each record's step index (a Python int in a list)
     check_memory(field, 8 * run.runs * n_rec * (3 + d) + 48 * n_rec,
                  f"the records ({run.runs} runs × {n_rec} records × {3 + d} float64)", value)
+
+
+def check_simulation(model: ModelConfig, run: RunConfig, record_q: bool = False) -> None:
+    """Every check :func:`simulate` makes before work starts, for callers that must refuse
+    before they draw anything (the command line's progress bar, a sweep's plan): the engine's
+    variants and memory (``Engine.check``), ``record_q`` on an engine without a query, the
+    records' memory (counted, not built) and one run's work (``Engine.check_work``). Raises
+    ConfigError."""
+    eng = get_engine(run.engine)
+    if record_q and not eng.capabilities.has_query:
+        raise ConfigError(
+            "record_q",
+            f"the {run.engine!r} engine has no query vector; use one of "
+            + ", ".join(map(repr, engines_with(has_query=True))) + " to record q",
+            record_q,
+        )
+    eng.check(model, run)
+    _check_record_memory(run, run.n_records(), model.d if record_q else 0)
+    eng.check_work(model, run)
 
 
 def _flag_nan_statistics(state: EngineState, stats: StepStats, k: int
@@ -163,16 +182,7 @@ def simulate(
     first_run = int(first_run)
     progress = _PROGRESS.check("progress", progress)
     eng = get_engine(run.engine)
-    if record_q and not eng.capabilities.has_query:
-        raise ConfigError(
-            "record_q",
-            f"the {run.engine!r} engine has no query vector; use one of "
-            + ", ".join(map(repr, engines_with(has_query=True))) + " to record q",
-            record_q,
-        )
-    eng.check(model, run)
-    # the records are counted before the list is built
-    _check_record_memory(run, run.n_records(), model.d if record_q else 0)
+    check_simulation(model, run, record_q)
     ks = run.record_steps()
     n_rec = len(ks)
     step.warn_if_not_robbins_monro()

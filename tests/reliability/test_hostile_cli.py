@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from hostile_cases import TINY_SPEC
 from hostile_helpers import assert_finite_result, run_cli
 
 SMALL = ["--d", "4", "--n-informative", "1", "--n-nuisance", "2", "--theta", "1"]
@@ -22,22 +23,6 @@ FAST = {  # each would finish in well under a second if its output were usable
     "reproduce": ["reproduce", "--quick", "--quiet"],
     "sweep": ["sweep", "SPEC", "--quiet"],
 }
-TINY_SPEC = """\
-[sweep]
-seed = 1
-runs = 2
-steps = 3
-engine = "chain"
-[model]
-d = 4
-n_informative = 1
-n_nuisance = 2
-theta = 1.0
-[step]
-eta0 = 0.1
-[grid]
-"model.theta" = [0.5, 1.0]
-"""
 E10, E12, E30 = str(10 ** 10), str(10 ** 12), str(10 ** 30)
 P63 = str(2 ** 63)
 

@@ -35,7 +35,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..config import ModelConfig, StepSize, SupportedModel, check_supports
+from ..config import ConfigError, ModelConfig, StepSize, SupportedModel, check_supports
 from ..validation import Name, OneOf, Predicate
 
 __all__ = [
@@ -143,6 +143,27 @@ def signal_scale(model: ModelConfig) -> tuple[float, float]:
     ``ε c ξ + N(0, I/L)`` with ``c = Rθ/(Lσ)``."""
     L = model.n_tokens
     return model.n_informative * model.theta / (L * model.noise_std), 1.0 / L
+
+
+def check_scales(model: ModelConfig) -> None:
+    """Refuse (ConfigError naming ``theta`` or ``noise_std``, whichever is further from 1) a
+    model whose baseline scales leave float64: the signal-to-noise ratios ``c² L`` (``c =
+    Rθ/(Lσ)``) and ``R (θ/σ)²``, and ``σ²`` (Oja's steps are ``η σ²``), must be finite, and
+    nonzero where ``θ > 0`` — an overflow would end in ``inf`` arithmetic or a division by
+    zero, not in an answer."""
+    R, L = float(model.n_informative), float(model.n_tokens)
+    theta, sigma = float(model.theta), float(model.noise_std)
+    with np.errstate(all="ignore"):
+        c = np.float64(R) * theta / (np.float64(L) * sigma)
+        scales = np.array([c * c * L, R * (np.float64(theta) / sigma) ** 2,
+                           np.float64(sigma) ** 2, 1.0 / np.float64(sigma) ** 2])
+    ok = np.isfinite(scales).all() and scales[2] > 0 and (theta == 0 or scales[:2].min() > 0)
+    if not ok:
+        far = abs(np.log10(theta)) if theta > 0 else 0.0
+        field, value = ("theta", theta) if far > abs(np.log10(sigma)) else ("noise_std", sigma)
+        raise ConfigError(field, "must keep the baselines' signal-to-noise ratios "
+                          "c²L = (Rθ/σ)²/L and R(θ/σ)² and σ² within float64 "
+                          f"(θ = {theta:.3g}, σ = {sigma:.3g})", value)
 
 
 def uniform_alignment(rng: np.random.Generator, d: int) -> float:

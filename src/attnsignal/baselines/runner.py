@@ -13,7 +13,8 @@ from ..validation import Integer, Sequence as SequenceOf, validated
 from ..engines.base import run_seeds
 from ..results import Result
 from ..seeds import SEED, split
-from .base import METHOD, MODEL, RUNNING_AVERAGE, BaselineConfig, get_estimator
+from ..engines.base import MAX_STEPS
+from .base import METHOD, MODEL, RUNNING_AVERAGE, BaselineConfig, check_scales, get_estimator
 
 __all__ = ["baseline"]
 
@@ -36,7 +37,7 @@ def _check_step(method: str, model: ModelConfig, step: Any) -> Any:
     return step
 
 
-@validated(model=MODEL, method=METHOD, samples=Integer(ge=1), runs=Integer(ge=1),
+@validated(model=MODEL, method=METHOD, samples=Integer(ge=1, le=MAX_STEPS), runs=Integer(ge=1),
            seed=SEED, first_run=Integer(ge=0),
            spawn_prefix=SequenceOf(Integer(ge=0, le=2 ** 64 - 1),
                                    what="a sequence of integers >= 0"))
@@ -84,6 +85,7 @@ def baseline(
     root, key = split(seed)
     run = RunConfig(steps=samples, runs=runs, seed=root, record_every=record_every,
                     record=record, method=method, spawn_key=(*key, *spawn_prefix))
+    check_scales(model)
     step = _check_step(method, model, step)
     est = get_estimator(method)
     config = BaselineConfig(method=method, step=step)

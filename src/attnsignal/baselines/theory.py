@@ -59,7 +59,7 @@ from scipy.special import gammaln
 
 from ..config import ModelConfig
 from ..validation import Integer, Predicate, validated
-from .base import METHOD, MODEL, BaselineConfig
+from .base import METHOD, MODEL, BaselineConfig, check_scales
 
 #: Quantiles of the uniform start averaged over in Oja's mean-field prediction.
 OJA_STARTS = 64
@@ -81,6 +81,13 @@ def uniform_mean_abs(d: int) -> float:
 def _noncentral_mean_abs(lam: np.ndarray, d: int) -> np.ndarray:
     """``E√B``, ``B ~`` noncentral ``Beta(1/2, (d−1)/2; λ)``, for each ``λ`` (Poisson mixture)."""
     lam = np.atleast_1d(np.asarray(lam, dtype=np.float64))
+    big = lam > _LAM_ASYMPTOTIC
+    if big.any():  # the Poisson window (~24 √(λ/2) terms) would not fit: the expansion
+        out = np.empty(lam.shape)
+        out[big] = _noncentral_mean_abs_large(lam[big], d)
+        if (~big).any():
+            out[~big] = _noncentral_mean_abs(lam[~big], d)
+        return out
     mu = lam / 2.0
     jmax = int(mu.max() + 12.0 * np.sqrt(mu.max()) + 41.0) if lam.size else 0
     if lam.size > 1 and lam.size * jmax <= 4_000_000:  # many small λ: one matrix
@@ -98,6 +105,24 @@ def _noncentral_mean_abs(lam: np.ndarray, d: int) -> np.ndarray:
         logw = -mu + j * np.log(mu) - gammaln(j + 1.0) if mu > 0 else np.where(j == 0, 0.0, -np.inf)
         out[i] = np.sum(np.exp(logw) * _g(j, d))
     return out
+
+
+#: Above this ``λ`` the mixture's Poisson sum (whose log-weights lose ~1e-8 to rounding
+#: there) is replaced by the expansion of :func:`_noncentral_mean_abs_large`.
+_LAM_ASYMPTOTIC = 1e7
+
+
+def _noncentral_mean_abs_large(lam: np.ndarray, d: int) -> np.ndarray:
+    """``E√B`` for ``λ > 10^7``: with ``B = X/(X + Y)``, ``X ~ χ²_1(λ)``, ``Y ~ χ²_{d−1}``,
+    ``√B = 1 − Y/(2X) + O((Y/X)²)`` and ``E[Y/X] = (d − 1)/λ (1 + O(1/λ))``, so
+    ``E√B = 1 − (d − 1)/(2λ)`` to ``O((d/λ)²)``. Refuses (ConfigError naming ``d``) a
+    dimension within ``10^{-3} λ``, where that error would exceed ``10^{-6}``."""
+    if (d - 1) > 1e-3 * lam.min():
+        from ..validation import ConfigError
+
+        raise ConfigError("d", f"must be below 10^-3 λ = {1e-3 * lam.min():.3g} for the "
+                          "baselines' theory at this signal-to-noise ratio (λ > 10^7)", d)
+    return 1.0 - (d - 1) / (2.0 * lam)
 
 
 def mean_alignment_exact(d: int, ell: float, k: np.ndarray, random_sign: bool = False
@@ -248,6 +273,7 @@ def baseline_theory(model: ModelConfig, method: str, samples: Any, *, step: Any 
     from .runner import _check_step
 
     ks = np.asarray(samples).astype(np.int64)
+    check_scales(model)
     step = _check_step(method, model, step)
     d, L = model.d, model.n_tokens
     c = model.n_informative * model.theta / (L * model.noise_std)

@@ -1,8 +1,9 @@
 """The ``attnsignal`` command line.
 
 Sub-commands live in one module each (``run``, ...); they register themselves on ``app``.
-Bad input of any kind — an out-of-range value, an unknown option, an unreadable file — ends
-with one line on stderr and exit status 2, never a traceback.
+Bad input of any kind — an out-of-range value, an unknown option, an unreadable file — and a
+fault of the file system while writing (a full disk, a read-only mount) end with one line on
+stderr and exit status 2, never a traceback.
 """
 
 from __future__ import annotations
@@ -77,7 +78,21 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("attnsignal: interrupted", file=sys.stderr)
         return 130
+    except OSError as exc:  # the file system: a full disk, a read-only mount, an I/O error
+        print(f"attnsignal: error: {os_error_line(exc)}", file=sys.stderr)
+        return 2
     return int(rv or 0)
+
+
+def os_error_line(exc: OSError) -> str:
+    """``PATH: cause`` of a file-system fault, on one line (``results/run/manifest.json: No
+    space left on device``); the writers name the file they were writing
+    (:func:`attnsignal.persistence.atomic_write`)."""
+    cause = exc.strerror or " ".join(str(exc).split()) or type(exc).__name__
+    if exc.filename is None:
+        return cause
+    where = str(exc.filename) + ("" if exc.filename2 is None else f" -> {exc.filename2}")
+    return f"{where}: {cause}"
 
 
 def entry() -> None:

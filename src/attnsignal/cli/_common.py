@@ -125,10 +125,22 @@ def option(flag: str, constraint: Constraint, default: Any, help_: str | None = 
                         metavar=constraint.metavar())
 
 
+def check_not_empty(field: str, text: str | None) -> None:
+    """Refuse a flag given an empty (or blank) value, ``--record ''``: it would otherwise
+    read as "not given" and the default would run without a word."""
+    if isinstance(text, str) and not text.strip():
+        c = FIELD_TABLE.get(field)
+        allowed = c.summary() if c is not None else "a value"
+        raise ConfigError(field, f"must be given a value ({allowed}), not an empty one", text)
+
+
 def option_value(text: str | None, field: str, constraint: Constraint, default: Any) -> Any:
     """The value of a command-only option: ``default`` when not given, else the text parsed and
-    checked by ``constraint`` (ConfigError naming ``field``)."""
-    return default if text is None else constraint.check(field, constraint.parse(text))
+    checked by ``constraint`` (ConfigError naming ``field``); an empty text is refused."""
+    if text is None:
+        return default
+    check_not_empty(field, text)
+    return constraint.check(field, constraint.parse(text))
 
 
 def config_options(names: Sequence[str], defaults: Mapping[str, Any],
@@ -150,6 +162,8 @@ def config_options(names: Sequence[str], defaults: Mapping[str, Any],
         @functools.wraps(fn)
         def command(**kwargs: Any) -> Any:
             flags = {n: kwargs.pop(n) for n in names}
+            for n, v in flags.items():
+                check_not_empty(n, v)
             return fn(flags, **kwargs)
 
         params = gen + own

@@ -19,7 +19,7 @@ import typer
 from rich.markup import escape
 
 from ..paths import check_output_dir
-from ..validation import Integer, Optional as Opt, Real, parse_text
+from ..validation import ConfigError, Integer, Optional as Opt, Real, parse_text
 from ._app import app
 from ._common import (
     FIELD_TABLE, MODEL_FIELDS, build_configs, config_options, console, out, out_option,
@@ -33,6 +33,21 @@ _RUN_DEFAULTS = {"batch": 1, "update": "projected", "seed": 0}
 
 def _value(text: Optional[str], field: str, constraint: Any, default: Any) -> Any:
     return constraint.check(field, default if text is None else parse_text(text))
+
+
+def check_advise_size(model: Any) -> None:
+    """What the advisor cannot do, refused before it starts: a ``βσ`` beyond the exact
+    landscape (its mean path integrates the exact field) and a token count one Monte-Carlo
+    draw of which cannot fit in memory. Raises ConfigError."""
+    from ..limits import MAX_EXACT_BETA_SIGMA
+    from ..theory.reduced import check_draw_memory
+
+    bs = model.beta * model.noise_std
+    if not bs <= MAX_EXACT_BETA_SIGMA:
+        raise ConfigError("beta", f"must keep βσ <= {MAX_EXACT_BETA_SIGMA:g} for advise (the "
+                          f"advisor's mean path uses the exact landscape); βσ = {bs:.3g}",
+                          model.beta)
+    check_draw_memory(model)
 
 
 @app.command("advise")
@@ -76,12 +91,17 @@ def advise_cmd(
     r0 = _value(rho0, "rho0", Opt(Real(ge=-1.0, le=1.0)), None)
     sd = _value(flags["seed"], "seed", FIELD_TABLE["seed"], 0)
     cmp_step = None
+    if compare_eta0 is None and (compare_k0 is not None or compare_power is not None):
+        flag = "compare_k0" if compare_k0 is not None else "compare_power"
+        raise ConfigError(flag, "only with --compare-eta0 (the compared schedule's η0)",
+                          compare_k0 if compare_k0 is not None else compare_power)
     if compare_eta0 is not None:
         cmp_step = StepSize(eta0=_value(compare_eta0, "compare_eta0", Real(gt=0.0), None),
                             k0=_value(compare_k0, "compare_k0", Real(gt=0.0), 1000.0),
                             power=_value(compare_power, "compare_power", Real(ge=0.0), 1.0))
     if out_dir is not None:
         check_output_dir(out_dir, "out", create=False)  # a file, read-only...: before any work
+    check_advise_size(model)
 
     from ..theory.advisor import MIN_EVALUATIONS
 

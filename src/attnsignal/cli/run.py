@@ -10,8 +10,8 @@ import typer
 from rich.table import Table
 
 from ..config import RunConfig
-from ..engines import fastest_engine, get_engine
-from ..simulate import simulate
+from ..engines import fastest_engine
+from ..simulate import check_simulation, simulate
 from ._app import app
 from ._common import (
     MODEL_FIELDS, RUN_FIELDS, STEP_FIELDS, build_configs, config_options, console, fmt, out,
@@ -58,7 +58,7 @@ def run_cmd(
     model, step, run = build_configs(flags, config, {**preset_values(preset), **RUN_DEFAULTS})
     if "engine" not in run:  # neither a flag nor the file names one
         run["engine"] = fastest_engine(model, RunConfig(**run))
-    get_engine(run["engine"]).check(model, RunConfig(**run))  # before the progress bar
+    check_simulation(model, RunConfig(**run))  # sizes and work: before the progress bar
     out_dir = output_dir(out_dir, overwrite, "run")
     with reported_warnings(), progress_bar(int(run["steps"]),
                                            f"{run['engine']} · {run['runs']} runs",

@@ -359,6 +359,10 @@ def ode_cmd(
     if (compare or effective) and not steps_given:  # before anything is written
         run["steps"] = study.window_steps(step, t_win)
     rc = RunConfig(**{**run, "initial_alignment": r0})  # validated, with its default records
+    if compare:  # the simulation's sizes and work, before anything is written or drawn
+        from ..simulate import check_simulation
+
+        check_simulation(model, rc)
     if effective:
         study.check_effective(model, step, rc)
     out_dir = output_dir(out_dir, overwrite, "ode")

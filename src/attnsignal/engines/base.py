@@ -38,7 +38,7 @@ from typing import Any, ClassVar, Mapping, Sequence
 import numpy as np
 
 from ..config import ConfigError, ModelConfig, RunConfig, check_supported, check_supports
-from ..limits import format_bytes, memory_limit
+from ..limits import check_work, format_bytes, memory_limit
 
 __all__ = [
     "Engine",
@@ -233,6 +233,22 @@ class Engine(abc.ABC):
     def memory_terms(self, model: ModelConfig, run: RunConfig) -> list[MemoryTerm]:
         """The engine's memory estimate as a list of terms (none by default)."""
         return []
+
+    def sample_ops(self, model: ModelConfig) -> float:
+        """Elementary operations one sample of one update costs (the ``O(·)`` of
+        ``capabilities.cost`` per sample): ``L d`` by default."""
+        return float(model.n_tokens) * float(model.d)
+
+    def check_work(self, model: ModelConfig, run: RunConfig) -> None:
+        """Raise ``ConfigError`` when one run's ``steps × B`` samples cost more than
+        :data:`attnsignal.limits.MAX_WORK` operations (:meth:`sample_ops` each): a run is
+        sequential, so no number of workers finishes it sooner. Names the largest of
+        ``steps``, ``batch`` and the token count."""
+        ops = float(run.steps) * float(run.batch) * self.sample_ops(model)
+        fld, val = max([("steps", run.steps), ("batch", run.batch), token_field(model)],
+                       key=lambda fv: fv[1])
+        check_work(fld, ops, f"one run of the {self.name!r} engine ({run.steps} steps × B = "
+                   f"{run.batch} samples × {self.sample_ops(model):.3g} operations)", val)
 
     @abc.abstractmethod
     def init(

@@ -64,6 +64,10 @@ class ChainEngine(Engine):
                               "(d − 2 is a 64-bit degree of freedom)", model.d)
         super().check(model, run)
 
+    def sample_ops(self, model: ModelConfig) -> float:
+        """``O(L)`` a sample."""
+        return float(model.n_tokens)
+
     def memory_terms(self, model: ModelConfig, run: RunConfig) -> list[MemoryTerm]:
         """Per compute thread: 5 float64 vectors of length ``L`` and one of length ``B``;
         per run: ``ρ``, the flags, the key and the statistics (a few copies)."""

@@ -43,6 +43,10 @@ class ProjectedEngine(Engine):
         summary="the full query vector, exact in law, O(B (L + d)) per update",
     )
 
+    def sample_ops(self, model: ModelConfig) -> float:
+        """``O(L + d)`` a sample."""
+        return float(model.n_tokens) + float(model.d)
+
     def memory_terms(self, model: ModelConfig, run: RunConfig) -> list[MemoryTerm]:
         """Per compute thread: 5 float64 vectors of length ``L`` and 4 of length ``d``; the
         ``(runs, d)`` queries (state, the advanced copy, records of ``init``)."""

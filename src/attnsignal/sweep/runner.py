@@ -254,8 +254,9 @@ def run_sweep(
     if chunk_runs is None and old is not None:
         chunk_runs = old.get("chunk_runs")
     tasks = plan_tasks(spec, root, chunk_runs)
-    for p in spec.points():  # variants and sizes the engine cannot do, before any work
+    for p in spec.points():  # variants, sizes and work the engine cannot do, before any work
         get_engine(p.run.engine).check(p.model, p.run)
+        get_engine(p.run.engine).check_work(p.model, p.run)
     _warn_schedules(spec)
     values = {p.index: dict(p.values) for p in spec.points()}
     known = {}

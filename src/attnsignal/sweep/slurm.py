@@ -23,6 +23,7 @@ tables as every configuration (:class:`~attnsignal.config.ConfigError`, one line
 
 from __future__ import annotations
 
+import math
 import re
 import sys
 from contextlib import contextmanager
@@ -35,44 +36,61 @@ from ..validation import Integer, Optional, Predicate, Real, check_keys, validat
 __all__ = ["SlurmOptions", "slurm_cluster", "slurm_job_script", "walltime_seconds",
            "memory_bytes"]
 
-_WALLTIME = re.compile(r"^(?:(\d+)-)?(\d+)(?::(\d{1,2}))?(?::(\d{1,2}))?$")
+_WALLTIME = re.compile(r"^(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?$")
 _MEMORY = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(B|kB|KB|MB|GB|TB|KiB|MiB|GiB|TiB|K|M|G|T)\s*$")
 _UNITS = {"B": 1, "kB": 10**3, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
           "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40,
           "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+#: The longest time limit Slurm stores: minutes in 32 bits, less its two reserved values.
+MAX_WALLTIME_MINUTES = 2**32 - 3
+#: Slurm's --mem counts whole MiB; the largest size is capped at 1 EiB (no node comes near).
+MIN_MEMORY, MAX_MEMORY = 2**20, 2**60
+#: A partition or account name: letters, digits, '_', '.', '-' (not leading), as slurm.conf
+#: and sacctmgr accept them; a partition may be a comma-separated list of such names.
+_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$")
+_TIME_TEXT = ("a Slurm time: MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS with minutes "
+              "and seconds < 60 and hours < 24 after a day count, positive, at most "
+              f"{MAX_WALLTIME_MINUTES} minutes (e.g. '01:30:00', '90', '2-00:00:00')")
+_SIZE_TEXT = ("a positive size with a unit, 1 MiB to 1 EiB, such as '4GB', '500MB' or '2GiB' "
+              "(K, M, G, T are Slurm's binary units)")
 
 
 def walltime_seconds(text: str) -> int:
-    """Seconds of a Slurm time limit: ``MM``, ``MM:SS``, ``HH:MM:SS``, ``D-HH``,
-    ``D-HH:MM``, ``D-HH:MM:SS``. Raises ConfigError (field ``slurm.walltime``)."""
+    """Seconds of a Slurm time limit, read as ``sbatch --time`` reads it: ``MM``, ``MM:SS``,
+    ``HH:MM:SS``, ``D-HH``, ``D-HH:MM``, ``D-HH:MM:SS``; a field after the leading one is
+    below 60 (minutes, seconds) or 24 (hours after ``D-``). Raises ConfigError (field
+    ``slurm.walltime``) for anything else, a zero time, or more than
+    :data:`MAX_WALLTIME_MINUTES` minutes."""
     m = _WALLTIME.match(text.strip()) if isinstance(text, str) else None
     if m is None:
-        raise ConfigError("slurm.walltime", "must be a Slurm time such as '01:30:00', "
-                          "'90' (minutes) or '2-00:00:00'", text)
+        raise ConfigError("slurm.walltime", f"must be {_TIME_TEXT}", text)
     days, a, b, c = m.groups()
     parts = [int(x) for x in (a, b, c) if x is not None]
     if days is not None:  # D-HH[:MM[:SS]]
         h, mi, s = (parts + [0, 0])[:3]
+        bounded = [(h, 24), (mi, 60), (s, 60)]
         total = int(days) * 86400 + h * 3600 + mi * 60 + s
     elif len(parts) == 1:  # MM
-        total = parts[0] * 60
+        bounded, total = [], parts[0] * 60
     elif len(parts) == 2:  # MM:SS
-        total = parts[0] * 60 + parts[1]
+        bounded, total = [(parts[1], 60)], parts[0] * 60 + parts[1]
     else:  # HH:MM:SS
+        bounded = [(parts[1], 60), (parts[2], 60)]
         total = parts[0] * 3600 + parts[1] * 60 + parts[2]
-    if total <= 0:
-        raise ConfigError("slurm.walltime", "must be a positive time", text)
+    if any(v >= limit for v, limit in bounded) or not 0 < total <= 60 * MAX_WALLTIME_MINUTES:
+        raise ConfigError("slurm.walltime", f"must be {_TIME_TEXT}", text)
     return total
 
 
 def memory_bytes(text: str) -> int:
     """Bytes of a memory size such as ``"4GB"``, ``"500MB"``, ``"2GiB"`` (``"4G"`` is
-    Slurm's GiB). Raises ConfigError (field ``slurm.memory``)."""
+    Slurm's GiB), between :data:`MIN_MEMORY` and :data:`MAX_MEMORY`. Raises ConfigError
+    (field ``slurm.memory``)."""
     m = _MEMORY.match(text) if isinstance(text, str) else None
-    if m is None or float(m.group(1)) <= 0:
-        raise ConfigError("slurm.memory", "must be a positive size such as '4GB', '500MB' or "
-                          "'2GiB'", text)
-    return int(float(m.group(1)) * _UNITS[m.group(2)])
+    n = float(m.group(1)) * _UNITS[m.group(2)] if m is not None else math.nan
+    if not MIN_MEMORY <= n <= MAX_MEMORY:
+        raise ConfigError("slurm.memory", f"must be {_SIZE_TEXT}", text)
+    return int(n)
 
 
 def _is_time(v: Any) -> bool:
@@ -92,7 +110,11 @@ def _is_size(v: Any) -> bool:
 
 
 def _is_name(v: Any) -> bool:
-    return isinstance(v, str) and bool(v) and not any(c.isspace() for c in v)
+    return isinstance(v, str) and bool(_NAME.match(v))
+
+
+def _is_partition(v: Any) -> bool:
+    return isinstance(v, str) and all(_NAME.match(p) for p in v.split(","))
 
 
 def _is_path(v: Any) -> bool:
@@ -116,15 +138,19 @@ def _lines(coerce: Callable[[str], str] = str.strip) -> Callable[[Any], tuple[st
 
 #: One constraint per field (:mod:`attnsignal.validation`).
 _TABLE = {
-    "partition": Optional(Predicate(_is_name, "must be a partition name without spaces", str,
-                                    examples=("short",), counterexamples=("a b", "", 3))),
-    "account": Optional(Predicate(_is_name, "must be an account name without spaces", str,
-                                  examples=("lab",), counterexamples=("a b", "", 3))),
-    "walltime": Predicate(_is_time, "must be a Slurm time such as '01:30:00', '90' (minutes) or "
-                          "'2-00:00:00'", str, examples=("01:00:00",),
-                          counterexamples=("soon", "0", "1:2:3:4", 60)),
-    "memory": Predicate(_is_size, "must be a positive size such as '4GB', '500MB' or '2GiB'",
-                        str, examples=("4GB",), counterexamples=("4", "0GB", "lots", 4)),
+    "partition": Optional(Predicate(
+        _is_partition, "must be a partition name, or a comma-separated list of them (letters, "
+        "digits, '_', '.', '-')", str, examples=("short", "short,long"),
+        counterexamples=("a b", "", 3, "$(id)", "a;b", "part#1", "a,b,"))),
+    "account": Optional(Predicate(
+        _is_name, "must be an account name (letters, digits, '_', '.', '-')", str,
+        examples=("lab",), counterexamples=("a b", "", 3, "$(id)", "a;b", "a,b"))),
+    "walltime": Predicate(_is_time, f"must be {_TIME_TEXT}", str, examples=("01:00:00",),
+                          counterexamples=("soon", "0", "1:2:3:4", 60, "99:99:99", "1:60",
+                                           "1-24:00:00")),
+    "memory": Predicate(_is_size, f"must be {_SIZE_TEXT}", str, examples=("4GB",),
+                        counterexamples=("4", "0GB", "lots", 4, "99999999999",
+                                         "0.0000001GB")),
     "cores": Integer(ge=1, le=4096),
     "jobs": Integer(ge=1, le=100_000),
     "sbatch": Predicate(lambda v: _is_lines(v, lambda s: _directive(s).startswith("-")),

@@ -199,6 +199,19 @@ def score_tilt(model: ModelConfig, batch: int = 1) -> ScoreTilt:
                      informative_share=p_i)
 
 
+def check_draw_memory(model: ModelConfig) -> None:
+    """Refuse (ConfigError naming ``n_nuisance`` or ``n_informative``, whichever makes ``L``
+    large) a model one reduced draw of which cannot fit: a chunk holds at least one draw of
+    ``3 L`` doubles, and the gradients over it about as many again (``8 L`` doubles in all).
+    Every Monte-Carlo estimate built on :func:`reduced_chunks` checks it before drawing."""
+    from ..limits import check_memory
+
+    L = model.n_tokens
+    field, value = (("n_nuisance", model.n_nuisance) if model.n_nuisance >= model.n_informative
+                    else ("n_informative", model.n_informative))
+    check_memory(field, 64.0 * L, f"one Monte-Carlo draw of L = {L} tokens (8 L float64)", value)
+
+
 def reduced_chunks(model: ModelConfig, n_samples: int, seed: Any,
                    tilt: ScoreTilt | None = None, chunk: int | None = None,
                    min_chunk: int = 1) -> Iterator[ReducedDraws]:
@@ -208,6 +221,7 @@ def reduced_chunks(model: ModelConfig, n_samples: int, seed: Any,
     mixture proposal and carry their likelihood ratios (``weight``). Chunks hold ``chunk``
     draws (default ``2^20 / L``: ``3 n L`` doubles), a remainder below ``min_chunk`` joining
     the chunk before it."""
+    check_draw_memory(model)
     m = model.standardized()
     R, L, D = m.n_informative, m.n_tokens, m.d - 2
     N = L - R
