@@ -39,6 +39,9 @@ BASES: dict[str, list[str]] = {
     "sweep": ["sweep", "SPEC", "--quiet"],
     "reproduce": ["reproduce", "--quick", "--quiet"],
     "bench": ["bench", "--quick"],
+    "scaling": ["scaling", *SMALL, "--dims", "10", "--runs", "0", "--no-plot"],
+    "validate": ["validate", "--configs", "1", "--runs", "2", "--quiet"],
+    "compare": ["compare", "RESULT", "--no-theory", "--quiet"],
 }
 NUMBER_METAVARS = {"INT", "NUMBER"}
 #: numbers read from plain text options (their metavar is not a constraint's)
@@ -100,6 +103,16 @@ def generate() -> list[Case]:
     return cases
 
 
+def _saved_result(tmp: Path) -> Path:
+    """A tiny saved run (2 chain steps) for the commands that read results."""
+    from attnsignal import ModelConfig, StepSize, simulate
+
+    where = tmp / "result"
+    simulate(ModelConfig(d=4, n_informative=1, n_nuisance=2, theta=1.0), StepSize(eta0=0.1),
+             steps=2, runs=1, engine="chain", seed=0).save(where)
+    return where
+
+
 def argv(case: Case, tmp: Path) -> list[str]:
     """The base argument list of the case's command with its option set to the value (paths
     placed under ``tmp``)."""
@@ -108,7 +121,8 @@ def argv(case: Case, tmp: Path) -> list[str]:
     (tmp / "file").write_text("a regular file\n")
     spec = tmp / "spec.toml"
     spec.write_text(TINY_SPEC)
-    base = [str(spec) if a == "SPEC" else a for a in BASES[case.command]]
+    base = [str(spec) if a == "SPEC" else str(_saved_result(tmp)) if a == "RESULT" else a
+            for a in BASES[case.command]]
     value = str(files.get(case.value, case.value))
     out, i = [], 0
     while i < len(base):  # drop the base's own setting of the option

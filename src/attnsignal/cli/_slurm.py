@@ -44,7 +44,12 @@ class SlurmFlags:
         given on top — or None when the executor is not ``slurm``. Slurm flags with another
         executor are a usage error (exit 2)."""
         from ..sweep.slurm import SlurmOptions
+        from ._common import check_not_empty
 
+        for f in fields(self):  # '' would read as "not given"
+            value = getattr(self, f.name)
+            for text in (value if isinstance(value, list) else [value]):
+                check_not_empty(f"slurm.{f.name}", text if isinstance(text, str) else None)
         if executor != "slurm":
             given = self.given()
             if given:

@@ -14,8 +14,8 @@ from ..config import ConfigError
 from ..records import RECORD
 from ._app import app
 from ._common import (
-    MODEL_FIELDS, STEP_FIELDS, build_configs, config_options, fmt, load_toml, out,
-    out_option, output_dir, overwrite_option, preset_defaults, preset_option, preset_values,
+    MODEL_FIELDS, STEP_FIELDS, build_configs, check_not_empty, config_options, fmt, load_toml,
+    out, out_option, output_dir, overwrite_option, preset_defaults, preset_option, preset_values,
     progress_bar, quiet_option,
 )
 
@@ -59,7 +59,7 @@ def baseline_cmd(
     ODE.
     """
     from ..baselines import baseline, baseline_theory
-    from ..baselines.base import METHOD
+    from ..baselines.base import METHOD, check_scales
 
     METHOD.check("method", method)
     from_file = load_toml(config) if config is not None else {}
@@ -71,7 +71,9 @@ def baseline_cmd(
     if step_given and method != "oja":
         raise ConfigError("step", f"is only used by method 'oja' (got method {method!r})",
                           step.to_dict())
+    check_not_empty("record", record)
     rec = RECORD.check("record", RECORD.parse(record))
+    check_scales(model)  # before the output directory is made
     out_dir = output_dir(out_dir, overwrite, "baseline")
     with progress_bar(1, f"{method} · {run['runs']} runs", not quiet) as adv:
         result = baseline(model, method, samples=int(run["steps"]), runs=int(run["runs"]),

@@ -269,9 +269,22 @@ class Engine(abc.ABC):
 # --------------------------------------------------------------------------- sizes
 
 
+#: the compute threads of this process when a worker set them (:func:`limit_compute_threads`)
+_THREADS_LIMIT: int | None = None
+
+
+def limit_compute_threads(n: int) -> None:
+    """Say that this process computes on ``n`` threads (a pool worker: one), whatever
+    ``NUMBA_NUM_THREADS`` says (numba's launched threads fix that variable's value)."""
+    global _THREADS_LIMIT
+    _THREADS_LIMIT = int(n)
+
+
 def compute_threads() -> int:
-    """Threads a compiled engine may run at once (numba's default: ``NUMBA_NUM_THREADS`` or
-    the CPU count); each holds its own scratch."""
+    """Threads a compiled engine may run at once (a worker's limit, else numba's default:
+    ``NUMBA_NUM_THREADS`` or the CPU count); each holds its own scratch."""
+    if _THREADS_LIMIT is not None:
+        return _THREADS_LIMIT
     env = os.environ.get("NUMBA_NUM_THREADS", "")
     return int(env) if env.isdigit() and int(env) > 0 else (os.cpu_count() or 1)
 

@@ -147,17 +147,32 @@ def mark_worker_process() -> None:
 
 
 def _single_thread() -> None:
-    """One numba thread and one BLAS thread in this worker (:mod:`attnsignal._blas`)."""
+    """One numba thread and one BLAS thread in this worker (:mod:`attnsignal._blas`).
+
+    numba reads ``NUMBA_NUM_THREADS`` again at every compilation and refuses a value other
+    than the one its threads were launched with. So the environment says 1 only while the
+    threads are not launched yet (then they launch with 1); a worker whose threads were
+    launched already (a forkserver's preload, an earlier task) keeps their count in the
+    environment and runs on one of them (``set_num_threads(1)``), and
+    :func:`~attnsignal.engines.base.compute_threads` says 1 either way."""
     from .._blas import set_blas_threads
+    from ..engines.base import limit_compute_threads
 
     set_blas_threads(1)
-    # the environment for a numba imported later and for compute_threads() (the engines'
-    # memory estimate); a numba already imported (a forkserver's preload) takes the call
-    os.environ["NUMBA_NUM_THREADS"] = "1"
-    if "numba" in sys.modules:
-        import numba
+    limit_compute_threads(1)
+    if "numba" not in sys.modules:
+        os.environ["NUMBA_NUM_THREADS"] = "1"  # for the numba imported later
+        return
+    import numba
+    from numba.core import config
+    from numba.np.ufunc import parallel
 
-        numba.set_num_threads(1)
+    if not parallel._is_initialized:
+        os.environ["NUMBA_NUM_THREADS"] = "1"
+        config.reload_config()
+    else:
+        os.environ["NUMBA_NUM_THREADS"] = str(config.NUMBA_NUM_THREADS)
+    numba.set_num_threads(1)
 
 
 def run_task(task: Task) -> TaskOutcome:

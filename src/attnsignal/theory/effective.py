@@ -701,10 +701,7 @@ def _evolve_all(table: MomentTable, p: np.ndarray, z: np.ndarray, h: float,
                                           max_blocks)
     status = stats[:, 4]
     if status[0] == 1:
-        raise BlockBudgetExceeded(
-            "max_blocks", f"must cover the blocks this law needs (more than {max_blocks} "
-            f"by step {int(stats[0, 3])} of {steps}: per-step jumps are large against the "
-            "law's width)", max_blocks)
+        raise BlockBudgetExceeded(int(max_blocks), int(stats[0, 3]), int(steps))
     if status[0] == 2:
         raise FloatingPointError(
             f"effective_dynamics: non-finite block moments at step {int(stats[0, 3])}")
