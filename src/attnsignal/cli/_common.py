@@ -238,14 +238,17 @@ def build_configs(
 
 
 @contextmanager
-def reported_warnings() -> Iterator[None]:
+def reported_warnings(*extra: type[Warning]) -> Iterator[None]:
     """Run the block recording the warnings a user must see — a schedule that is not
-    Robbins–Monro, runs that diverged — and print each, once, as one ``warning:`` line on
-    stderr after it (not when it raises: the error's one line is all that is said then)."""
+    Robbins–Monro, runs that diverged, and the command's ``extra`` categories — and print
+    each, once, as one ``warning:`` line on stderr after it (not when it raises: the error's
+    one line is all that is said then)."""
+    from rich.markup import escape
+
     from ..schedules import NotRobbinsMonroWarning
     from ..simulate import DivergenceWarning
 
-    shown = (NotRobbinsMonroWarning, DivergenceWarning)
+    shown = (NotRobbinsMonroWarning, DivergenceWarning, *extra)
     with warnings.catch_warnings(record=True) as caught:
         for category in shown:
             warnings.simplefilter("always", category)
@@ -254,7 +257,8 @@ def reported_warnings() -> Iterator[None]:
     for w in caught:
         if issubclass(w.category, shown) and str(w.message) not in seen:
             seen.add(str(w.message))
-            console.print(f"[yellow]warning:[/] {w.message}")
+            console.print(f"[yellow]warning:[/] {escape(str(w.message))}", soft_wrap=True,
+                          highlight=False)
 
 
 @contextmanager

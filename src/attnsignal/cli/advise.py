@@ -16,14 +16,13 @@ import numpy as np
 import pandas as pd
 import typer
 
-from rich.markup import escape
-
 from ..paths import check_output_dir
 from ..validation import ConfigError, Integer, Optional as Opt, Real, parse_text
 from ._app import app
 from ._common import (
-    FIELD_TABLE, MODEL_FIELDS, build_configs, config_options, console, out, out_option,
+    FIELD_TABLE, MODEL_FIELDS, build_configs, config_options, out, out_option,
     output_dir, overwrite_option, preset_defaults, preset_option, preset_values, progress_bar,
+    reported_warnings,
 )
 
 #: the model of a bare ``attnsignal advise``: the default preset's (:mod:`attnsignal.presets`)
@@ -107,13 +106,10 @@ def advise_cmd(
 
     n_eval = _value(max_evaluations, "max_evaluations",
                     Integer(ge=MIN_EVALUATIONS, le=1000), 40)
-    import warnings
-
     from ..theory.effective import EffectiveDynamicsAccuracyWarning
 
-    with progress_bar(n_eval, "advise · effective-dynamics runs", enabled=not quiet) as advance, \
-            warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", EffectiveDynamicsAccuracyWarning)
+    with reported_warnings(EffectiveDynamicsAccuracyWarning), \
+            progress_bar(n_eval, "advise · effective-dynamics runs", enabled=not quiet) as advance:
         done = [0]
 
         def progress(k: int, total: int) -> None:
@@ -123,9 +119,6 @@ def advise_cmd(
         adv = advise_schedule(model, tgt, batch=b, update=upd, initial_alignment=r0, seed=sd,
                               max_evaluations=n_eval, progress=progress)
     out.print(adv.describe(), soft_wrap=True)
-    for line in dict.fromkeys(str(w.message) for w in caught
-                              if issubclass(w.category, EffectiveDynamicsAccuracyWarning)):
-        console.print(f"[yellow]warning:[/] {escape(line)}", soft_wrap=True, highlight=False)
     run_line = _run_line(preset, model_flags, config, adv, r0, b, upd)
     out.print(f"to run it: {run_line}", soft_wrap=True, markup=False, highlight=False)
     frames = []
