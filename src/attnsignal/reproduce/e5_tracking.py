@@ -28,7 +28,8 @@ from ..plots import _plt, legend_below, save_figure
 from ..report import Section
 from ..validation import Integer, Real, Sequence
 from .context import ExperimentContext, sweep_spec
-from .effective_overlay import EffectivePath, effective_cost, effective_path, mean_gap
+from .effective_overlay import (EffectivePath, accuracy_notes, effective_cost, effective_path,
+                                mean_gap)
 from .experiment import MODEL, POWER_STEP, Experiment, Measurements, PlanSection, data_field
 
 __all__ = ["E5Plan", "E5Measurements", "E5Tracking", "E5"]
@@ -226,6 +227,9 @@ class E5Tracking(Experiment[E5Plan, E5Measurements]):
                + ", ".join(f"{e:g}" for e, x in zip(p.eta0s, m.effective_excess) if x > 1e-4)
                + f" (by at most {max(m.effective_excess):.4f}).")
         )
+        notes = accuracy_notes({f"η0 = {e:g}": eff for e, eff in zip(p.eta0s, m.effs)})
+        if notes:
+            sec.para(notes)
         largest = p.eta0s[0]
         sec.figure(fig_dir / "e5_tracking.png",
                    "Tracking: the mean alignment against the limiting ODE (dashed) and the "

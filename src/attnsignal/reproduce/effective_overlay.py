@@ -4,7 +4,9 @@
 :meth:`~attnsignal.reproduce.context.ExperimentContext.compute`): the predicted law of ``ρ_k``
 (:func:`attnsignal.theory.effective.effective_dynamics`) reduced to what the reproduction
 reads — at the recorded steps, the predicted mean ``E ρ_k``, mean ``E|ρ_k|`` and the 10 % and
-90 % quantiles of ``|ρ_k|`` — so only a few arrays travel back from the worker.
+90 % quantiles of ``|ρ_k|`` — so only a few arrays travel back from the worker, with the
+accuracy warnings the prediction raised (the report prints them beside its gaps, rather than
+the worker's stderr).
 
 :func:`~attnsignal.theory.tracking.path_gap` and :func:`~attnsignal.theory.tracking.mean_gap`
 (re-exported here) compare a prediction with the simulated mean over runs at the same records.
@@ -12,6 +14,7 @@ reads — at the recorded steps, the predicted mean ``E ρ_k``, mean ``E|ρ_k|``
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,7 +35,8 @@ class EffectivePath:
     """The effective dynamics at the recorded ``steps`` (each array ``(n_rec,)``):
     ``mean_abs`` = E|ρ_k|, ``mean`` = E ρ_k, ``q10``/``q90`` the 10 %/90 % quantiles of |ρ_k|;
     ``seconds`` its wall time (moments and evolution), ``n_samples`` the reduced draws per
-    moment node."""
+    moment node, ``warnings`` the text of each
+    :class:`~attnsignal.theory.effective.EffectiveDynamicsAccuracyWarning` it raised."""
 
     steps: np.ndarray
     mean_abs: np.ndarray
@@ -41,6 +45,7 @@ class EffectivePath:
     q90: np.ndarray
     seconds: float
     n_samples: int
+    warnings: tuple[str, ...] = ()
 
     def values(self, signed: bool) -> np.ndarray:
         """The predicted mean ρ (``signed``) or mean |ρ|."""
@@ -53,7 +58,7 @@ class EffectivePath:
                 idx, self.steps.size - 1)], steps):
             raise ValueError("effective path: the simulation's records are not the prediction's")
         return EffectivePath(self.steps[idx], self.mean_abs[idx], self.mean[idx], self.q10[idx],
-                             self.q90[idx], self.seconds, self.n_samples)
+                             self.q90[idx], self.seconds, self.n_samples, self.warnings)
 
 
 def effective_path(model: ModelConfig, step: Any, *, steps: int, record_every: int,
@@ -61,14 +66,24 @@ def effective_path(model: ModelConfig, step: Any, *, steps: int, record_every: i
     """:func:`~attnsignal.theory.effective.effective_dynamics` with exactly a run's schedule,
     number of steps, records (``record_every``) and initial law (``None``: a uniform start),
     reduced to an :class:`EffectivePath`. ``seed`` seeds the reduced draws behind the
-    one-step moments."""
-    from ..theory.effective import effective_dynamics
+    one-step moments. Its accuracy warnings are caught and returned as text (each once)."""
+    from ..theory.effective import EffectiveDynamicsAccuracyWarning, effective_dynamics
 
-    ed = effective_dynamics(model, step, steps=steps, record_every=record_every,
-                            initial_alignment=initial_alignment, n_samples=n_samples, seed=seed)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", EffectiveDynamicsAccuracyWarning)
+        ed = effective_dynamics(model, step, steps=steps, record_every=record_every,
+                                initial_alignment=initial_alignment, n_samples=n_samples,
+                                seed=seed)
+    said: list[str] = []
+    for w in caught:
+        if not issubclass(w.category, EffectiveDynamicsAccuracyWarning):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        elif str(w.message) not in said:
+            said.append(str(w.message))
     q10, q90 = ed.quantile([0.1, 0.9])
     return EffectivePath(steps=ed.steps, mean_abs=ed.mean_abs, mean=ed.mean, q10=q10, q90=q90,
-                         seconds=float(ed.timings["total_s"]), n_samples=int(n_samples))
+                         seconds=float(ed.timings["total_s"]), n_samples=int(n_samples),
+                         warnings=tuple(said))
 
 
 def effective_cost(model: ModelConfig, n_samples: int) -> float:
@@ -81,3 +96,14 @@ def effective_cost(model: ModelConfig, n_samples: int) -> float:
     tasks."""
     per_node = 2 * model.n_informative + CHAIN_UPDATE_OVERHEAD
     return float(n_samples * (4 * model.n_tokens + _MOMENT_NODES * per_node))
+
+
+def accuracy_notes(paths: dict[str, EffectivePath]) -> str | None:
+    """One report paragraph with the accuracy warnings of each labelled prediction
+    (``None`` when none warned): the diagnostic's own words, so that a prediction it does not
+    vouch for is said beside the gaps the report measures."""
+    said = [f"{label}: {text}" for label, path in paths.items() for text in path.warnings]
+    if not said:
+        return None
+    return ("The effective dynamics' own diagnostic (its accuracy warnings; the measured gaps "
+            "above are what decides the check): " + "; ".join(said) + ".")
