@@ -70,6 +70,9 @@ def test_only_the_experiments_asked_for_are_checked():
         ("E1", "literal_z", 6.0, 2),   # the literal spot check disagrees with the chain
         ("E1", "literal_z", -4.5, 2),
         ("E1", "d1000_effective_excess", 0.012, 3),  # the effective dynamics misses d = 1000
+        # the scaling law misses the chain at d = 10⁵ (random sign) by 30 samples beyond
+        # 5 % + 2 SE
+        ("E7", "excess", {"fixed": [-1.0] * 4, "random": [-1.0, -1.0, -1.0, 30.0]}, 0),
     ],
 )
 def test_a_violated_claim_fails(name, field, value, which):

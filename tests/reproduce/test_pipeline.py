@@ -21,6 +21,7 @@ from attnsignal.reproduce.e3_filtering import E3
 from attnsignal.reproduce.e4_landscape import E4
 from attnsignal.reproduce.e5_tracking import E5
 from attnsignal.reproduce.e6_baselines import E6
+from attnsignal.reproduce.e7_scaling import E7
 
 SECTIONS = [
     "Claims of the paper, checked",
@@ -30,10 +31,11 @@ SECTIONS = [
     "E4 — landscape",
     "E5 — the recursion tracks the limiting ODE",
     "E6 — attention against simple estimators",
+    "E7 — sample complexity over the dimension",
     "Timings",
 ]
 FIGURES = ["e1_headline", "e2_robustness", "e3_filtering", "e4_landscape", "e4_basins",
-           "e5_tracking", "e5_sa_diagnostics", "e6_baselines"]
+           "e5_tracking", "e5_sa_diagnostics", "e6_baselines", "e7_scaling"]
 VERDICT = re.compile(r"^((proxy )?(PASS|FAIL)|holds only when .+)$")
 
 
@@ -51,6 +53,8 @@ def tiny_plan(seed: int = 7) -> Plan:
         "E5": replace(q.section(E5), eta0s=(0.04, 0.02), runs=40, sa_T=5.0, effective_samples=200),
         "E6": replace(q.section(E6), runs=3, samples=3000, records=12, pca_big_runs=2,
                       attention_runs=2, attention_steps=300),
+        "E7": replace(q.section(E7), dims=(40, 80), runs=4, law_samples=300, check_from=80,
+                      tolerance=0.5),
     })
 
 
@@ -92,7 +96,7 @@ def test_reduced_reproduction_writes_every_section_and_figure(reduced):
     first = re.split(r"['\"]", html.split("data:image/png;base64,", 1)[1], maxsplit=1)[0]
     assert base64.b64decode(first)[:8] == b"\x89PNG\r\n\x1a\n"
     assert not re.search(r"src=['\"]figures/", html)
-    for name in ("E1", "E2", "E3", "E4", "E5", "E6"):
+    for name in ("E1", "E2", "E3", "E4", "E5", "E6", "E7"):
         assert (out / "data" / f"{name}.parquet").is_file() or \
             any((out / "data").glob(f"{name}_*.parquet")), name
 

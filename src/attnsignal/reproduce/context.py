@@ -37,8 +37,8 @@ if TYPE_CHECKING:
     from .plan import Plan
     from .scheduler import SharedPool
 
-__all__ = ["Shared", "ExperimentContext", "PendingCall", "PendingSweep", "SweepData", "Timing",
-           "sweep_spec"]
+__all__ = ["Shared", "ExperimentContext", "PendingCall", "PendingSweep", "StoredCall", "SweepData",
+           "Timing", "sweep_spec"]
 
 M = TypeVar("M", bound="Measurements")
 
@@ -242,6 +242,46 @@ class ExperimentContext:
             threading.Thread(target=work, name=f"compute-{self.exp.name}", daemon=True).start()
         return PendingCall(fut, self.timing, sh.lock, simulation)
 
+    def compute_stored(self, name: str, fn: Callable[..., Any], /, *args: Any,
+                       cost: float = 0.0, simulation: bool = False,
+                       **kwargs: Any) -> "PendingCall | StoredCall":
+        """:meth:`compute`, resumable: the value (JSON-able) is stored as
+        ``OUT/data/<experiment>/<name>-<key>.json`` once computed, ``key`` a hash of the call
+        (``fn``'s name and every argument's ``repr``, seeds included), and a later run of the
+        same call reads it instead of computing it again — so an interrupted reproduction
+        loses only the calls that were running, as with a sweep's tasks."""
+        import hashlib
+        import json
+
+        call = repr((fn.__module__, fn.__qualname__, args, sorted(kwargs.items())))
+        key = hashlib.sha256(call.encode()).hexdigest()[:16]
+        path = self.shared.data / self.exp.name / f"{name}-{key}.json"
+        try:
+            return StoredCall(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError):
+            pass
+        pending = self.compute(fn, *args, cost=cost, simulation=simulation, **kwargs)
+
+        def store(value: Any) -> None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            text = json.dumps(value, default=_json_scalar)
+            atomic_write(path, lambda p: Path(p).write_text(text, encoding="utf-8"))
+
+        pending.on_value = store
+        return pending
+
+    def write_frame(self, name: str, frame: Any) -> Path:
+        """Write ``frame`` (a pandas DataFrame) as ``OUT/data/<name>.parquet``, atomically, its
+        time profiled as I/O: the data of measurements that do not come from a sweep (whose
+        frames :meth:`sweep` writes)."""
+        t = time.perf_counter()
+        path = self.shared.data / f"{name}.parquet"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, lambda p: frame.to_parquet(p, index=False))
+        with self.shared.lock:
+            self.timing.io += time.perf_counter() - t
+        return path
+
     def sweep(self, name: str, spec: dict[str, Any]) -> SweepData:
         """Run (or resume) the sweep ``spec`` under ``data/<name>-<hash>`` and return it.
 
@@ -332,8 +372,28 @@ def _timed(fn: Callable[..., Any], args: tuple, kwargs: dict[str, Any]
     return value, time.perf_counter() - t, time.thread_time() - c
 
 
+def _json_scalar(x: Any) -> Any:
+    """numpy scalars as Python numbers (``json.dumps``'s ``default``)."""
+    import numpy as np
+
+    if isinstance(x, np.generic):
+        return x.item()
+    raise TypeError(f"not JSON-able: {type(x).__name__}")
+
+
+class StoredCall:
+    """The stored value of a call (:meth:`ExperimentContext.compute_stored`)."""
+
+    def __init__(self, value: Any):
+        self._value = value
+
+    def result(self) -> Any:
+        return self._value
+
+
 class PendingCall:
-    """A computation started by :meth:`ExperimentContext.compute`."""
+    """A computation started by :meth:`ExperimentContext.compute`; ``on_value`` (if set) is
+    called once with its value."""
 
     def __init__(self, future: Future, timing: Timing, lock: threading.Lock,
                  simulation: bool = False):
@@ -342,6 +402,7 @@ class PendingCall:
         self._lock = lock
         self._simulation = simulation
         self._counted = False
+        self.on_value: Callable[[Any], None] | None = None
 
     def result(self) -> Any:
         """Wait for the value (the wait is profiled, and the call's own time counted as
@@ -361,6 +422,11 @@ class PendingCall:
                     self._timing.theory_cpu += cpu
                     self._timing.theory_tasks += 1
                 self._counted = True
+                first = True
+            else:
+                first = False
+        if first and self.on_value is not None:
+            self.on_value(value)
         return value
 
 

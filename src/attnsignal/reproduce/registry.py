@@ -17,6 +17,7 @@ from .e3_filtering import E3
 from .e4_landscape import E4
 from .e5_tracking import E5
 from .e6_baselines import E6
+from .e7_scaling import E7
 from .experiment import Experiment
 
 __all__ = ["EXPERIMENTS", "get_experiment", "experiment_names", "select"]
@@ -28,6 +29,7 @@ EXPERIMENTS: tuple[Experiment[Any, Any], ...] = (
     E4,
     E5,
     E6,
+    E7,
 )
 
 
