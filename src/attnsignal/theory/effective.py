@@ -56,8 +56,9 @@ few steps. The prediction's errors, and how :class:`Diagnostic` estimates each:
 * Monte-Carlo: the draws behind the moments are split into ``K`` disjoint groups whose tables
   are evolved separately; the spread of the ``K`` predictions gives the standard error of the
   pooled prediction (``mean_abs_stderr``, :meth:`EffectiveDynamics.quantile_stderr`);
-* the diffusion approximation: per block, the jump's skewness and excess kurtosis against the
-  number of steps that shape the law there (:class:`Diagnostic`).
+* the diffusion approximation: the third and fourth cumulants it drops, estimated from the
+  jump's skewness and excess kurtosis against the law's width, and their effect on the mean
+  ``|ρ|`` (:func:`approximation_errors`; an order-of-magnitude estimate, not a bound).
 
 Measured against the chain engine: ``docs/effective-dynamics.md``.
 
@@ -98,7 +99,7 @@ __all__ = ["BlockBudgetExceeded", "Diagnostic", "EffectiveDynamics",
            "EffectiveDynamicsAccuracyError", "EffectiveDynamicsAccuracyWarning", "MomentTable",
            "OneStepMoments", "effective_dynamics", "grid_spacing", "max_grid_nodes",
            "moment_table", "one_step_moments", "schedule_etas", "record_schedule",
-           "check_pool_memory", "z_max", "within_tolerance"]
+           "check_pool_memory", "z_max", "within_tolerance", "approximation_errors"]
 
 _BLOCK_SD = 0.05          # largest spread of a block from a node that carries mass (in z)
 _ETA_CHANGE = 0.01        # largest relative change of η within a sub-block
