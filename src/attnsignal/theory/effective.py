@@ -925,17 +925,26 @@ def approximation_errors(table: MomentTable, law: np.ndarray, z: np.ndarray,
     if table.skewness is None or table.excess_kurtosis is None:
         return out
     le = np.log(table.etas)
+    coeffs: dict[float, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
     for r in range(law.shape[0]):
         p = law[r]
         live = p > 1e-12 * p.max()
         pz, zz = p[live], z[live]
         w2 = _law_width2(p, z)
         eta = float(etas[r])
-        x = float(np.clip(math.log(eta), le[0], le[-1]))
-        g1 = np.interp(zz, table.z_nodes, [np.interp(x, le, row) for row in table.skewness])
-        g2 = np.interp(zz, table.z_nodes,
-                       [np.interp(x, le, row) for row in table.excess_kurtosis])
-        b = np.interp(zz, table.z_nodes, np.maximum(table._coeffs(eta)[1], 0.0))
+        if eta not in coeffs:  # the nodes' statistics at this step, linear in log η
+            x = float(np.clip(math.log(eta), le[0], le[-1]))
+            i = int(np.clip(np.searchsorted(le, x) - 1, 0, max(le.size - 2, 0)))
+            w = (x - le[i]) / (le[i + 1] - le[i]) if le.size > 1 else 0.0
+            j = min(i + 1, le.size - 1)
+            coeffs[eta] = ((1 - w) * table.skewness[:, i] + w * table.skewness[:, j],
+                           (1 - w) * table.excess_kurtosis[:, i]
+                           + w * table.excess_kurtosis[:, j],
+                           np.maximum(table._coeffs(eta)[1], 0.0))
+        g1n, g2n, bn = coeffs[eta]
+        g1 = np.interp(zz, table.z_nodes, g1n)
+        g2 = np.interp(zz, table.z_nodes, g2n)
+        b = np.interp(zz, table.z_nodes, bn)
         v = b * eta * eta * np.cosh(zz) ** 2
         dz = max(0.25 * math.sqrt(w2), 1e-3)
         f = [np.tanh(np.abs(zz + j * dz)) for j in (-2, -1, 0, 1, 2)]
