@@ -901,14 +901,14 @@ _z_max = z_max
 # --------------------------------------------------------------------------- diagnostic
 
 
-def _law_width2(p: np.ndarray, z: np.ndarray) -> float:
-    """Squared width of one mode of the grid law ``p``: the variance of ``z``, or of ``|z|``
-    when the law sits in two modes ``±z`` (mean ``|z|`` above twice its spread)."""
-    m = float(p @ z)
-    var = float(p @ (z - m) ** 2)
-    am = float(p @ np.abs(z))
-    avar = max(float(p @ (z * z)) - am * am, 0.0)
-    return avar if am > 2.0 * math.sqrt(avar) else var
+def _law_width2(law: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """Squared width of one mode of each row of the grid ``law``: the variance of ``z``, or of
+    ``|z|`` when the law sits in two modes ``±z`` (mean ``|z|`` above twice its spread)."""
+    m = law @ z
+    var = np.maximum(law @ (z * z) - m * m, 0.0)
+    am = law @ np.abs(z)
+    avar = np.maximum(law @ (z * z) - am * am, 0.0)
+    return np.where(am > 2.0 * np.sqrt(avar), avar, var)
 
 
 def approximation_errors(table: MomentTable, law: np.ndarray, z: np.ndarray,
@@ -921,38 +921,50 @@ def approximation_errors(table: MomentTable, law: np.ndarray, z: np.ndarray,
     ``κ₄ ≈ γ₂ v W²`` that the approximation drops; they move ``E f(z)``, ``f = tanh|z|``, by
     ``|E[κ₃ f⁽³⁾]|/6 + |E[κ₄ f⁽⁴⁾]|/24`` under the row's law, the derivatives taken as
     central differences at ``W/4`` (so that the kink of ``|ρ|`` at 0 counts). Capped at 1."""
-    out = np.zeros(law.shape[0])
-    if table.skewness is None or table.excess_kurtosis is None:
+    n_rec = law.shape[0]
+    out = np.zeros(n_rec)
+    if table.skewness is None or table.excess_kurtosis is None or n_rec == 0:
         return out
     le = np.log(table.etas)
-    coeffs: dict[float, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-    for r in range(law.shape[0]):
-        p = law[r]
-        live = p > 1e-12 * p.max()
-        pz, zz = p[live], z[live]
-        w2 = _law_width2(p, z)
-        eta = float(etas[r])
-        if eta not in coeffs:  # the nodes' statistics at this step, linear in log η
-            x = float(np.clip(math.log(eta), le[0], le[-1]))
-            i = int(np.clip(np.searchsorted(le, x) - 1, 0, max(le.size - 2, 0)))
-            w = (x - le[i]) / (le[i + 1] - le[i]) if le.size > 1 else 0.0
-            j = min(i + 1, le.size - 1)
-            coeffs[eta] = ((1 - w) * table.skewness[:, i] + w * table.skewness[:, j],
-                           (1 - w) * table.excess_kurtosis[:, i]
-                           + w * table.excess_kurtosis[:, j],
-                           np.maximum(table._coeffs(eta)[1], 0.0))
-        g1n, g2n, bn = coeffs[eta]
-        g1 = np.interp(zz, table.z_nodes, g1n)
-        g2 = np.interp(zz, table.z_nodes, g2n)
-        b = np.interp(zz, table.z_nodes, bn)
-        v = b * eta * eta * np.cosh(zz) ** 2
-        dz = max(0.25 * math.sqrt(w2), 1e-3)
-        f = [np.tanh(np.abs(zz + j * dz)) for j in (-2, -1, 0, 1, 2)]
-        f3 = (f[4] - 2.0 * f[3] + 2.0 * f[1] - f[0]) / (2.0 * dz ** 3)
-        f4 = (f[4] - 4.0 * f[3] + 6.0 * f[2] - 4.0 * f[1] + f[0]) / dz ** 4
-        err = w2 * (abs(float(pz @ (g1 * np.sqrt(v) * f3))) / 6.0
-                    + abs(float(pz @ (g2 * v * f4))) / 24.0)
-        out[r] = min(err, 1.0)
+    x = np.clip(np.log(np.asarray(etas, dtype=np.float64)), le[0], le[-1])
+    if le.size > 1:  # the nodes' statistics at each row's step, linear in log η
+        i = np.clip(np.searchsorted(le, x) - 1, 0, le.size - 2)
+        w = (x - le[i]) / (le[i + 1] - le[i])
+        g1n = (1 - w) * table.skewness[:, i] + w * table.skewness[:, i + 1]
+        g2n = (1 - w) * table.excess_kurtosis[:, i] + w * table.excess_kurtosis[:, i + 1]
+    else:
+        g1n = np.repeat(table.skewness[:, :1], n_rec, axis=1)
+        g2n = np.repeat(table.excess_kurtosis[:, :1], n_rec, axis=1)
+    if le.size >= 4:
+        bn = np.asarray(table._sb(x))  # type: ignore[attr-defined]
+    else:
+        bn = np.stack([table._coeffs(float(e))[1] for e in etas], axis=1)
+    bn = np.maximum(bn, 0.0)
+    # linear interpolation from the nodes to the grid (held at the ends, as np.interp)
+    zn = table.z_nodes
+    zc = np.clip(z, zn[0], zn[-1])
+    j = np.clip(np.searchsorted(zn, zc) - 1, 0, zn.size - 2)
+    f = ((zc - zn[j]) / (zn[j + 1] - zn[j]))[:, None]
+    w2 = _law_width2(law, z)
+    eta = np.asarray(etas, dtype=np.float64)
+    ch2 = np.cosh(z) ** 2
+    for r0 in range(0, n_rec, 32):  # rows in chunks: (G, 32) arrays at most
+        r1 = min(n_rec, r0 + 32)
+        rows = law[r0:r1]
+        live = np.nonzero(np.any(rows > 1e-12 * rows.max(axis=1, keepdims=True), axis=0))[0]
+        g = slice(int(live[0]), int(live[-1]) + 1) if live.size else slice(0, 0)
+        jg, fg, zg = j[g], f[g], z[g]
+        g1 = (1 - fg) * g1n[jg, r0:r1] + fg * g1n[jg + 1, r0:r1]
+        g2 = (1 - fg) * g2n[jg, r0:r1] + fg * g2n[jg + 1, r0:r1]
+        v = ((1 - fg) * bn[jg, r0:r1] + fg * bn[jg + 1, r0:r1]) * ch2[g, None] * eta[r0:r1] ** 2
+        dz = np.maximum(0.25 * np.sqrt(w2[r0:r1]), 1e-3)
+        ft = [np.tanh(np.abs(zg[:, None] + k * dz)) for k in (-2, -1, 0, 1, 2)]
+        f3 = (ft[4] - 2.0 * ft[3] + 2.0 * ft[1] - ft[0]) / (2.0 * dz ** 3)
+        f4 = (ft[4] - 4.0 * ft[3] + 6.0 * ft[2] - 4.0 * ft[1] + ft[0]) / dz ** 4
+        p = rows[:, g].T
+        e3 = np.abs(np.sum(p * g1 * np.sqrt(v) * f3, axis=0)) / 6.0
+        e4 = np.abs(np.sum(p * g2 * v * f4, axis=0)) / 24.0
+        out[r0:r1] = np.minimum(w2[r0:r1] * (e3 + e4), 1.0)
     return out
 
 
