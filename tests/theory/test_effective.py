@@ -340,3 +340,34 @@ def test_draws_are_added_until_the_monte_carlo_error_fits_the_tolerance():
     d = ed.diagnostic
     assert d.draws > 500
     assert d.mc_error <= 0.01 or d.draws == 64_000
+
+
+def test_the_approximation_error_follows_the_dropped_cumulants():
+    """The diffusion approximation's estimated error is linear in the one-step jump's skewness
+    and excess kurtosis: doubling both doubles it, zero (Gaussian jumps) gives 0, and a large
+    one flags the prediction naming it — while the prediction itself stays bit-identical (the
+    estimate reads the table's shape statistics, the evolution does not)."""
+    import dataclasses
+    import warnings
+
+    kw = dict(steps=200, record_every=100, n_samples=400, rtol=None, replicates=2)
+    base = effective_dynamics(SMALL, STEP, tolerance=None, **kw)
+    t = base.moments
+
+    def with_shape(f, tolerance=None):
+        tab = dataclasses.replace(t, skewness=f * t.skewness,
+                                  excess_kurtosis=f * t.excess_kurtosis)
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            ed = effective_dynamics(SMALL, STEP, moments=tab, tolerance=tolerance, **kw)
+        np.testing.assert_array_equal(ed.mean_abs, base.mean_abs)
+        return ed.diagnostic, seen
+
+    d1, _ = with_shape(1.0)
+    assert 0 < d1.approximation_error < 0.01
+    assert with_shape(2.0)[0].approximation_error == pytest.approx(2 * d1.approximation_error,
+                                                                   rel=1e-9)
+    assert with_shape(0.0)[0].approximation_error == 0.0
+    big, seen = with_shape(0.5 / d1.approximation_error, tolerance=0.2)
+    assert big.verdict == "flagged" and big.predicted_error >= big.approximation_error > 0.2
+    assert any("diffusion approximation's error" in c for c in big.causes) and seen

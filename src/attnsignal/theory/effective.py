@@ -56,8 +56,9 @@ few steps. The prediction's errors, and how :class:`Diagnostic` estimates each:
 * Monte-Carlo: the draws behind the moments are split into ``K`` disjoint groups whose tables
   are evolved separately; the spread of the ``K`` predictions gives the standard error of the
   pooled prediction (``mean_abs_stderr``, :meth:`EffectiveDynamics.quantile_stderr`);
-* the diffusion approximation: per block, the jump's skewness and excess kurtosis against the
-  number of steps that shape the law there (:class:`Diagnostic`).
+* the diffusion approximation: the third and fourth cumulants it drops, estimated from the
+  jump's skewness and excess kurtosis against the law's width, and their effect on the mean
+  ``|ρ|`` (:func:`approximation_errors`; an order-of-magnitude estimate, not a bound).
 
 Measured against the chain engine: ``docs/effective-dynamics.md``.
 
@@ -98,7 +99,7 @@ __all__ = ["BlockBudgetExceeded", "Diagnostic", "EffectiveDynamics",
            "EffectiveDynamicsAccuracyError", "EffectiveDynamicsAccuracyWarning", "MomentTable",
            "OneStepMoments", "effective_dynamics", "grid_spacing", "max_grid_nodes",
            "moment_table", "one_step_moments", "schedule_etas", "record_schedule",
-           "check_pool_memory", "z_max", "within_tolerance"]
+           "check_pool_memory", "z_max", "within_tolerance", "approximation_errors"]
 
 _BLOCK_SD = 0.05          # largest spread of a block from a node that carries mass (in z)
 _ETA_CHANGE = 0.01        # largest relative change of η within a sub-block
@@ -900,9 +901,76 @@ _z_max = z_max
 # --------------------------------------------------------------------------- diagnostic
 
 
+def _law_width2(law: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """Squared width of one mode of each row of the grid ``law``: the variance of ``z``, or of
+    ``|z|`` when the law sits in two modes ``±z`` (mean ``|z|`` above twice its spread)."""
+    m = law @ z
+    var = np.maximum(law @ (z * z) - m * m, 0.0)
+    am = law @ np.abs(z)
+    avar = np.maximum(law @ (z * z) - am * am, 0.0)
+    return np.where(am > 2.0 * np.sqrt(avar), avar, var)
+
+
+def approximation_errors(table: MomentTable, law: np.ndarray, z: np.ndarray,
+                         etas: np.ndarray) -> np.ndarray:
+    """The diffusion approximation's estimated error of the mean ``|ρ|`` at each row of
+    ``law`` (``docs/effective-dynamics.md``, "The diffusion approximation's error"). With the
+    one-step ``Δz`` of variance ``v``, skewness ``γ₁`` and excess kurtosis ``γ₂`` at ``z`` (the
+    table's, at the row's standardised step ``etas[r]``) and the width ``W`` of the law's
+    mode, the chain's law carries a third cumulant ``κ₃ ≈ γ₁ √v W²`` and a fourth
+    ``κ₄ ≈ γ₂ v W²`` that the approximation drops; they move ``E f(z)``, ``f = tanh|z|``, by
+    ``|E[κ₃ f⁽³⁾]|/6 + |E[κ₄ f⁽⁴⁾]|/24`` under the row's law, the derivatives taken as
+    central differences at ``W/4`` (so that the kink of ``|ρ|`` at 0 counts). Capped at 1."""
+    n_rec = law.shape[0]
+    out = np.zeros(n_rec)
+    if table.skewness is None or table.excess_kurtosis is None or n_rec == 0:
+        return out
+    le = np.log(table.etas)
+    x = np.clip(np.log(np.asarray(etas, dtype=np.float64)), le[0], le[-1])
+    if le.size > 1:  # the nodes' statistics at each row's step, linear in log η
+        i = np.clip(np.searchsorted(le, x) - 1, 0, le.size - 2)
+        w = (x - le[i]) / (le[i + 1] - le[i])
+        g1n = (1 - w) * table.skewness[:, i] + w * table.skewness[:, i + 1]
+        g2n = (1 - w) * table.excess_kurtosis[:, i] + w * table.excess_kurtosis[:, i + 1]
+    else:
+        g1n = np.repeat(table.skewness[:, :1], n_rec, axis=1)
+        g2n = np.repeat(table.excess_kurtosis[:, :1], n_rec, axis=1)
+    if le.size >= 4:
+        bn = np.asarray(table._sb(x))  # type: ignore[attr-defined]
+    else:
+        bn = np.stack([table._coeffs(float(e))[1] for e in etas], axis=1)
+    bn = np.maximum(bn, 0.0)
+    # linear interpolation from the nodes to the grid (held at the ends, as np.interp)
+    zn = table.z_nodes
+    zc = np.clip(z, zn[0], zn[-1])
+    j = np.clip(np.searchsorted(zn, zc) - 1, 0, zn.size - 2)
+    f = ((zc - zn[j]) / (zn[j + 1] - zn[j]))[:, None]
+    w2 = _law_width2(law, z)
+    eta = np.asarray(etas, dtype=np.float64)
+    ch2 = np.cosh(z) ** 2
+    for r0 in range(0, n_rec, 32):  # rows in chunks: (G, 32) arrays at most
+        r1 = min(n_rec, r0 + 32)
+        rows = law[r0:r1]
+        live = np.nonzero(np.any(rows > 1e-12 * rows.max(axis=1, keepdims=True), axis=0))[0]
+        g = slice(int(live[0]), int(live[-1]) + 1) if live.size else slice(0, 0)
+        jg, fg, zg = j[g], f[g], z[g]
+        g1 = (1 - fg) * g1n[jg, r0:r1] + fg * g1n[jg + 1, r0:r1]
+        g2 = (1 - fg) * g2n[jg, r0:r1] + fg * g2n[jg + 1, r0:r1]
+        v = ((1 - fg) * bn[jg, r0:r1] + fg * bn[jg + 1, r0:r1]) * ch2[g, None] * eta[r0:r1] ** 2
+        dz = np.maximum(0.25 * np.sqrt(w2[r0:r1]), 1e-3)
+        ft = [np.tanh(np.abs(zg[:, None] + k * dz)) for k in (-2, -1, 0, 1, 2)]
+        f3 = (ft[4] - 2.0 * ft[3] + 2.0 * ft[1] - ft[0]) / (2.0 * dz ** 3)
+        f4 = (ft[4] - 4.0 * ft[3] + 6.0 * ft[2] - 4.0 * ft[1] + ft[0]) / dz ** 4
+        p = rows[:, g].T
+        e3 = np.abs(np.sum(p * g1 * np.sqrt(v) * f3, axis=0)) / 6.0
+        e4 = np.abs(np.sum(p * g2 * v * f4, axis=0)) / 24.0
+        out[r0:r1] = np.minimum(w2[r0:r1] * (e3 + e4), 1.0)
+    return out
+
+
 def _diagnose(ed_mean_abs_se: np.ndarray, K: int, table: MomentTable, law: np.ndarray,
               z: np.ndarray, rec_stats: np.ndarray, stats: np.ndarray, etas_used: np.ndarray,
-              tolerance: float | None) -> Diagnostic:
+              tolerance: float | None, rec_etas: np.ndarray | None = None) -> Diagnostic:
     """The :class:`Diagnostic` of one evolution (module docstring, "Order and error")."""
     se = float(np.nanmax(ed_mean_abs_se)) if np.any(np.isfinite(ed_mean_abs_se)) else math.nan
     tq = float(student_t.ppf(0.975, K - 1)) if K >= 2 else math.nan
@@ -924,24 +992,30 @@ def _diagnose(ed_mean_abs_se: np.ndarray, K: int, table: MomentTable, law: np.nd
     blocks, single = int(stats[0]), int(stats[2])
     jw = float(np.max(rec_stats[:, 2])) if rec_stats.size else 0.0
     approx = 0.0
+    if rec_etas is not None:
+        approx = float(np.max(approximation_errors(table, law, z, rec_etas), initial=0.0))
+    mc0 = mc if np.isfinite(mc) else 0.0
+    pred = mc0 + approx
     causes: list[str] = []
     if tolerance is not None:
         if not np.isfinite(mc):
             causes.append("no replicate moment tables (replicates < 2): the Monte-Carlo "
                           "error is unknown")
-        elif mc > tolerance:
-            causes.append(f"Monte-Carlo error of the one-step moments: {tq:.2f} x SE "
-                          f"{se:.3g} = {mc:.3g}; raise n_samples / max_samples")
         if not table.converged:
             causes.append(f"the one-step moments did not reach rtol = {table.rtol} within "
                           f"{table.n_samples} draws a node")
-        if blocks and single > 0.1 * blocks:
-            causes.append(f"single steps shape the law ({single} of {blocks} blocks are one "
-                          "step): per-step jumps are large against the law's width, where the "
-                          "diffusion approximation drops their skewness")
-    pred = (mc if np.isfinite(mc) else 0.0) + approx
-    if tolerance is not None and pred > tolerance and not causes:
-        causes.append(f"predicted error {pred:.3g}")
+        if pred > tolerance:
+            mc_line = (f"Monte-Carlo error of the one-step moments: {tq:.2f} x SE {se:.3g} = "
+                       f"{mc:.3g}; raise n_samples / max_samples")
+            single_line = (f"; single steps shape the law ({single} of {blocks} blocks are "
+                           "one step)" if blocks and single > 0.1 * blocks else "")
+            approx_line = (f"the diffusion approximation's error {approx:.3g}: the one-step "
+                           f"jumps' skewness (up to {skew:.3g}) and excess kurtosis (up to "
+                           f"{kurt:.3g}) against the law's width{single_line}")
+            lines = [(mc0, mc_line), (approx, approx_line)]
+            lines.sort(key=lambda t: -t[0])  # the larger part first; the other if it matters
+            causes += [line for i, (part, line) in enumerate(lines)
+                       if i == 0 or part > 0.1 * tolerance]
     verdict = "flagged" if causes else "ok"
     return Diagnostic(verdict=verdict, causes=tuple(causes), tolerance=tolerance,
                       predicted_error=float(pred), stderr=se, mc_error=mc,
@@ -1080,7 +1154,7 @@ def effective_dynamics(model: ModelConfig, step: Any, *, steps: int,
     while True:
         ev = _evolve_all(table, p, z, h, eta_std, ks_rec, diffusion_scale, max_blocks, steps)
         diag = _diagnose(ev.se_abs, ev.replicates, table, ev.law, z, ev.rec_stats,
-                         ev.stats, eta_std, tolerance)
+                         ev.stats, eta_std, tolerance, eta_std[np.maximum(ks_rec - 1, 0)])
         if (moments is not None or tolerance is None or not np.isfinite(diag.mc_error)
                 or diag.mc_error <= _MC_SHARE * tolerance):
             break
