@@ -181,24 +181,41 @@ class E7Scaling(Experiment[E7Plan, E7Measurements]):
 
     def figures(self, p: E7Plan, m: E7Measurements, fig_dir: Path) -> list[Path]:
         plt = _plt()
-        fig, ax = plt.subplots(figsize=(6.4, 4.2))
+        fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
         dims = np.asarray(p.dims, float)
-        for sign, color in zip(SIGNS, ("tab:blue", "tab:red")):
+        for k, (sign, color) in enumerate(zip(SIGNS, ("tab:blue", "tab:red"))):
             tau = np.asarray(m.tau[sign])
-            pred = np.asarray(m.predicted[sign]) / tau
-            meas = np.asarray(m.measured[sign]) / tau
-            lo = meas - np.asarray(m.measured_lo[sign]) / tau
-            hi = np.asarray(m.measured_hi[sign]) / tau - meas
-            ax.plot(dims, pred, color=color, lw=1.6, ls="--", label=f"law, {sign} sign")
-            ax.errorbar(dims, meas, yerr=[np.nan_to_num(lo), np.nan_to_num(hi)], fmt="o",
-                        color=color, capsize=3, label=f"chain, {sign} sign ({p.runs} runs, 95 %)")
-        ax.set_xscale("log")
-        ax.set_xlabel("dimension $d$ (proportional path: $R = d/5$, $N = 4d/5$)")
+            pred = np.asarray(m.predicted[sign])
+            meas = np.asarray(m.measured[sign])
+            lo, hi = np.asarray(m.measured_lo[sign]), np.asarray(m.measured_hi[sign])
+            ax.plot(dims, pred / tau, color=color, lw=1.6, ls="--", label=f"law, {sign} sign")
+            ax.errorbar(dims, meas / tau, yerr=[np.nan_to_num((meas - lo) / tau),
+                                                np.nan_to_num((hi - meas) / tau)],
+                        fmt="o", color=color, capsize=3,
+                        label=f"chain, {sign} sign ({p.runs} runs, 95 %)")
+            # predicted/measured − 1, its interval from the measurement's (the law's own
+            # Monte-Carlo error is far smaller)
+            x = dims * (1.06 if k else 1 / 1.06)
+            rel = pred / meas - 1
+            ax2.errorbar(x, rel, yerr=[np.nan_to_num(rel - (pred / hi - 1)),
+                                       np.nan_to_num((pred / lo - 1) - rel)],
+                         fmt="o", color=color, capsize=3)
+        ax2.axhspan(-p.tolerance, p.tolerance, color="0.85", zorder=0,
+                    label=f"± {p.tolerance:.0%}")
+        ax2.axhline(0, color="k", lw=0.8)
+        ax2.axvline(p.check_from / 1.25, color="k", ls=":", lw=1,
+                    label=f"checked from $d = {p.check_from:,}$")
+        for a in (ax, ax2):
+            a.set_xscale("log")
+            a.set_xlabel("dimension $d$ (proportional path: $R = d/5$, $N = 4d/5$)")
+            a.grid(alpha=0.3, which="both")
         ax.set_ylabel(r"samples to mean $|\rho| = %g$, over $\tau(d)$" % p.target)
-        ax.grid(alpha=0.3, which="both")
-        ax.set_title("E7 — predicted and measured sample complexity", fontsize=10.5)
+        ax.set_title("predicted and measured sample complexity", fontsize=10.5)
+        ax2.set_ylabel("predicted / measured − 1")
+        ax2.set_title("the law's relative error (95 % of the measurement)", fontsize=10.5)
         handles, labels = ax.get_legend_handles_labels()
-        legend_below(fig, handles, labels, ncol=2)
+        h2, l2 = ax2.get_legend_handles_labels()
+        legend_below(fig, handles + h2, labels + l2, ncol=3)
         return save_figure(fig, fig_dir / "e7_scaling")[:1]
 
     def report_section(self, p: E7Plan, m: E7Measurements, fig_dir: Path) -> Section:
@@ -225,8 +242,9 @@ class E7Scaling(Experiment[E7Plan, E7Measurements]):
         sec.table(rows, header=["sign", "d", "step η", "predicted samples (± MC error)",
                                 "measured [95 %]", "predicted / measured − 1"])
         sec.figure(fig_dir / "e7_scaling.png",
-                   "Samples to the target over the time scale $\\tau(d) = (L + d)/L$: the law "
-                   "(dashed) and the chain (points, 95 % intervals), both signs.")
+                   "Left, samples to the target over the time scale $\\tau(d) = (L + d)/L$: the "
+                   "law (dashed) and the chain (points, 95 % intervals), both signs; right, the "
+                   "law's relative error against $d$, with the check's band.")
         if m.warnings:
             sec.para("Warnings raised by the law or the runs: " + "; ".join(m.warnings) + ".")
         return sec
