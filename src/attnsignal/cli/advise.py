@@ -36,17 +36,18 @@ def _value(text: Optional[str], field: str, constraint: Any, default: Any) -> An
 
 def check_advise_size(model: Any) -> None:
     """What the advisor cannot do, refused before it starts: a ``βσ`` beyond the exact
-    landscape (its mean path integrates the exact field) and a token count one Monte-Carlo
-    draw of which cannot fit in memory. Raises ConfigError."""
+    landscape (its mean path integrates the exact field), and what the effective dynamics
+    cannot evolve (a ``d`` its grid cannot resolve, a token count one Monte-Carlo draw of
+    which cannot fit in memory). Raises ConfigError."""
     from ..limits import MAX_EXACT_BETA_SIGMA
-    from ..theory.reduced import check_draw_memory
+    from ..theory.effective import check_effective_model
 
     bs = model.beta * model.noise_std
     if not bs <= MAX_EXACT_BETA_SIGMA:
         raise ConfigError("beta", f"must keep βσ <= {MAX_EXACT_BETA_SIGMA:g} for advise (the "
                           f"advisor's mean path uses the exact landscape); βσ = {bs:.3g}",
                           model.beta)
-    check_draw_memory(model)
+    check_effective_model(model)
 
 
 @app.command("advise")
