@@ -176,3 +176,15 @@ def test_advise_schedule_refuses_a_model_the_effective_dynamics_cannot_evolve():
     for change, field in (({"d": 10**30}, "d"), ({"n_nuisance": 10**12}, "n_nuisance")):
         with pytest.raises(ConfigError, match=rf"^{field}: must "):
             advise_schedule(M.replace(**change), 0.9)
+
+
+@pytest.mark.parametrize("argv, field", [
+    (["ode", *SMALL, "--theta", "1e30"], "theta/noise_std"),
+    (["advise", *SMALL, "--theta", "1e30"], "theta/noise_std"),
+    (["ode", *SMALL, "--effective", "--d", str(10**30)], "d"),
+])
+def test_huge_values_the_theory_cannot_compute_are_one_line(argv, field, tmp_path, capsys):
+    """θ/σ beyond what the exact quadrature resolves in float64, a d the effective dynamics'
+    grid cannot resolve: refused before any output (they ran past 20 s, or crashed in numba)."""
+    end = run_cli(argv + ["--no-plot", "--out", str(tmp_path / "o")], capsys)
+    assert end.how == "refused" and end.message.startswith(f"attnsignal: error: {field}: "), end

@@ -180,7 +180,7 @@ def phi_exact(R: int, N: int, d: int, theta: float, beta: float, rho: np.ndarray
         raise ConfigError("beta", f"method 'exact' needs beta*noise_std <= {MAX_BETA:g} "
                           "(use method='mc')", beta)
     if not theta <= MAX_THETA:
-        raise ConfigError("theta", f"method 'exact' needs theta/noise_std <= {MAX_THETA:.0e} "
+        raise ConfigError("theta/noise_std", f"must be <= {MAX_THETA:.0e} for method 'exact' "
                           "(its quadrature must resolve the scores θρ + σa in float64)", theta)
     rho = np.asarray(rho, dtype=np.float64)
     phi = np.empty(rho.shape)
