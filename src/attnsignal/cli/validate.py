@@ -20,7 +20,7 @@ from ._app import UsageFailure, app
 from ._slurm import SlurmFlags, slurm_flags
 from ._common import console, option, option_value, out
 
-_CONFIGS = Integer(ge=1, doc="configurations drawn from the box")
+_CONFIGS = Integer(ge=1, le=100_000, doc="configurations drawn from the box (each a sweep point of --runs chain runs)")
 
 
 @app.command("validate")
