@@ -228,6 +228,9 @@ def advise_schedule(model: ModelConfig, target: float, *, batch: int = 1,
     cannot reach the target (a stable interior fixed point or a repelling end in the way).
     """
     check_effective_model(model)
+    if batch > n_samples:
+        raise ConfigError("batch", f"must be <= n_samples = {n_samples} (the one-step moments "
+                          "draw that many samples a node)", batch)
     r0 = _start_abs(model, initial_alignment)
     if r0 >= target:
         raise ConfigError("target", f"must exceed the start's mean |rho| = {r0:.4g}", target)
