@@ -39,6 +39,14 @@ def test_every_model_command_offers_the_presets_and_states_the_default(capsys, c
     assert "<bool>" not in text and "<str>" not in text and "<path>" not in text
 
 
+@pytest.mark.parametrize("command, usage", [("compare", "compare [OPTIONS] DIR..."),
+                                            ("sweep", "sweep [OPTIONS] SPEC|status [DIR]")])
+def test_positional_arguments_show_their_names_not_type_tags(capsys, command, usage):
+    text = " ".join(_help(capsys, command).split())
+    assert usage in text
+    assert re.search(r"<[a-z][\w\[\], ]*>", text) is None, text
+
+
 def test_help_keeps_square_brackets_that_rich_would_take_for_markup(capsys):
     text = " ".join(_help(capsys, "reproduce").split())
     assert "a [slurm] table" in text

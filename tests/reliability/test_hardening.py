@@ -143,3 +143,48 @@ def test_what_was_seen_ends_in_one_line_before_any_output(argv, field, tmp_path,
     assert end.how == "refused" and end.message.startswith(f"attnsignal: error: {field}: "), end
     assert time.perf_counter() - t0 < 30  # the work would take minutes (a loaded machine: 10x)
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("change, kwargs, field", [
+    ({"d": 10**12}, {}, "d"),
+    ({"n_nuisance": 10**12}, {}, "n_nuisance"),
+    ({}, {"diffusion_scale": 1e300}, "diffusion_scale"),
+    ({}, {"grid_step": 1e-12}, "grid_step"),
+    ({}, {"steps": 50_000_000, "record": "log"}, "steps"),
+    ({}, {"steps": 50_000_000, "record": "log", "max_blocks": 10**9}, "max_blocks"),
+])
+def test_effective_dynamics_refuses_what_it_cannot_evolve_before_any_work(
+        change, kwargs, field, monkeypatch):
+    """Sizes the evolution cannot resolve or finish (a d its grid cannot resolve, a draw
+    beyond memory, a grid finer than it bounds, more grid nodes × blocks than its work bound)
+    are one line naming the field, before a single reduced draw."""
+    from attnsignal.theory import effective, moments
+
+    def no_draws(*a, **k):
+        raise AssertionError("work started before the check")
+
+    monkeypatch.setattr(moments, "_gradient_pool", no_draws)
+    monkeypatch.setattr(effective, "build_table", no_draws)
+    kw = {"steps": 100, **kwargs}
+    with pytest.raises(ConfigError, match=rf"^{field}: must "):
+        asg.effective_dynamics(M.replace(**change), STEP, **kw)
+
+
+def test_advise_schedule_refuses_a_model_the_effective_dynamics_cannot_evolve():
+    from attnsignal.theory.advisor import advise_schedule
+
+    for change, field in (({"d": 10**30}, "d"), ({"n_nuisance": 10**12}, "n_nuisance")):
+        with pytest.raises(ConfigError, match=rf"^{field}: must "):
+            advise_schedule(M.replace(**change), 0.9)
+
+
+@pytest.mark.parametrize("argv, field", [
+    (["ode", *SMALL, "--theta", "1e30"], "theta/noise_std"),
+    (["advise", *SMALL, "--theta", "1e30"], "theta/noise_std"),
+    (["ode", *SMALL, "--effective", "--d", str(10**30)], "d"),
+])
+def test_huge_values_the_theory_cannot_compute_are_one_line(argv, field, tmp_path, capsys):
+    """θ/σ beyond what the exact quadrature resolves in float64, a d the effective dynamics'
+    grid cannot resolve: refused before any output (they ran past 20 s, or crashed in numba)."""
+    end = run_cli(argv + ["--no-plot", "--out", str(tmp_path / "o")], capsys)
+    assert end.how == "refused" and end.message.startswith(f"attnsignal: error: {field}: "), end

@@ -6,8 +6,8 @@ naming the option's field — before any work. A command with no cases fails the
 command added later is covered or noticed.
 
 The classes whose answer depends on the option (``±10^30``, ``2^63 − 1``: refused by most,
-a correct result for some) are generated too (:data:`hostile_cases.VALUES`) but not run
-here: a result takes the command's full run time."""
+a correct result for some) end either way, fast: a rotating selection of them runs too
+(:data:`HUGE_CASES`, one per command)."""
 
 from __future__ import annotations
 
@@ -68,3 +68,39 @@ def test_generated_hostile_value_is_refused_in_one_line(case, tmp_path, capsys):
     assert end.how == "refused", (case, end)
     assert time.perf_counter() - t0 < 30, case  # before any work (a loaded machine: 10x)
     assert not (tmp_path / "o" / "manifest.json").exists()
+
+
+#: The classes whose answer depends on the option: a refusal or a result, within seconds.
+HUGE = ("-10^30", "10^30", "2^63-1")
+#: commands whose valid base run alone takes more than 2 s, so that a huge value they accept
+#: cannot end fast: ``scaling`` (its law, before any simulation)
+SLOW_BASE = ("scaling",)
+
+
+def _huge_selected() -> list[hc.Case]:
+    """One case per command: its number options and the three huge classes taken in turn
+    (the command's place in the list picks the option, so every run checks the same cases and
+    a new option shifts the selection)."""
+    by_command: dict[str, list[hc.Case]] = {}
+    for c in hc.generate():
+        if c.klass.split(": ", 1)[1] in HUGE and c.command not in SLOW_BASE:
+            by_command.setdefault(c.command, []).append(c)
+    return [cases[(7 * i + 1) % len(cases)] for i, cases in enumerate(by_command.values())]
+
+
+HUGE_CASES = _huge_selected()
+#: commands whose accepted huge value runs a (tiny) job: a process pool starts
+_SLOW_RESULT = ("sweep",)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.slow)
+                                  if c.command in _SLOW_RESULT else c for c in HUGE_CASES],
+                         ids=lambda c: c.id)
+def test_huge_value_is_refused_or_answered_fast(case, tmp_path, capsys):
+    """Exit 2 with one line, or a result (exit 0) — within 2 s on an idle machine (a loaded
+    one: 10x)."""
+    t0 = time.perf_counter()
+    end = run_cli(hc.argv(case, tmp_path), capsys)
+    assert end.how in ("refused", "ok"), (case, end)
+    assert time.perf_counter() - t0 < 20, case

@@ -11,7 +11,7 @@ import re
 from typing import Any
 
 import typer
-from typer.core import TyperCommand, TyperGroup
+from typer.core import TyperArgument, TyperCommand, TyperGroup
 
 __all__ = ["app", "UsageFailure", "HelpCommand"]
 
@@ -22,12 +22,30 @@ _METAVARS = {"<path>": "PATH", "<int>": "INT", "<float>": "NUMBER", "<str>": "TE
              "<bool>": ""}
 
 
+class _Positional(TyperArgument):
+    """A positional argument as the help shows it: its name (``DIR...``, ``SPEC|status``),
+    with no type tag beside it (typer writes ``<str>``, ``<list[Path]>``) and no braces in the
+    usage line (``compare [OPTIONS] DIR...``, ``[DIR]`` when optional)."""
+
+    def display_type_rich(self, ctx: Any) -> None:
+        return None
+
+    def _usage_display_name(self) -> str:
+        name = self.display_name_raw
+        if self.nargs != 1 and not name.endswith("..."):
+            name += "..."
+        return name if self.required else f"[{name}]"
+
+
 def _plain(param: Any, ctx: Any) -> Any:
     """``param`` as the help shows it: no metavar on a flag (typer writes ``<bool>``), an
-    upper-case type name where an option has none (not ``<str>``), and its help with every
-    ``[`` escaped, so that rich prints ``[slurm]`` as written instead of taking it for markup.
-    Idempotent: an escaped ``\\[`` stays as it is."""
-    if getattr(param, "is_flag", False):
+    upper-case type name where an option has none (not ``<str>``), a positional argument by
+    its name alone (:class:`_Positional`), and its help with every ``[`` escaped, so that rich
+    prints ``[slurm]`` as written instead of taking it for markup. Idempotent: an escaped
+    ``\\[`` stays as it is."""
+    if isinstance(param, TyperArgument):
+        param.__class__ = _Positional
+    elif getattr(param, "is_flag", False):
         param.metavar = ""
     elif getattr(param, "metavar", "") is None and hasattr(param, "display_type"):
         try:

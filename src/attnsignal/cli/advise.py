@@ -35,18 +35,24 @@ def _value(text: Optional[str], field: str, constraint: Any, default: Any) -> An
 
 
 def check_advise_size(model: Any) -> None:
-    """What the advisor cannot do, refused before it starts: a ``βσ`` beyond the exact
-    landscape (its mean path integrates the exact field) and a token count one Monte-Carlo
-    draw of which cannot fit in memory. Raises ConfigError."""
+    """What the advisor cannot do, refused before it starts: a ``βσ`` or ``θ/σ`` beyond the
+    exact landscape (its mean path integrates the exact field), and what the effective dynamics
+    cannot evolve (a ``d`` its grid cannot resolve, a token count one Monte-Carlo draw of
+    which cannot fit in memory). Raises ConfigError."""
     from ..limits import MAX_EXACT_BETA_SIGMA
-    from ..theory.reduced import check_draw_memory
+    from ..theory.effective import check_effective_model
+    from ..theory.exact import MAX_THETA
 
     bs = model.beta * model.noise_std
     if not bs <= MAX_EXACT_BETA_SIGMA:
         raise ConfigError("beta", f"must keep βσ <= {MAX_EXACT_BETA_SIGMA:g} for advise (the "
                           f"advisor's mean path uses the exact landscape); βσ = {bs:.3g}",
                           model.beta)
-    check_draw_memory(model)
+    ratio = model.theta / model.noise_std
+    if not ratio <= MAX_THETA:
+        raise ConfigError("theta/noise_std", f"must be <= {MAX_THETA:.0e} for advise (the "
+                          "advisor's mean path uses the exact landscape)", ratio)
+    check_effective_model(model)
 
 
 @app.command("advise")
@@ -101,6 +107,9 @@ def advise_cmd(
     if out_dir is not None:
         check_output_dir(out_dir, "out", create=False)  # a file, read-only...: before any work
     check_advise_size(model)
+    if b > 4000:  # advise_schedule's draws a moment node
+        raise ConfigError("batch", "must be <= 4000 for advise (the one-step moments draw 4000 "
+                          "samples a node)", b)
 
     from ..theory.advisor import MIN_EVALUATIONS
 

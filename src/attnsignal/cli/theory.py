@@ -340,6 +340,10 @@ def ode_cmd(
     model, step, run = build_configs(flags, config, defaults)
     if out_dir is not None:
         check_output_dir(out_dir, "out", create=False)  # created below, once the input holds
+    if effective:  # a model it cannot evolve, before the ODE's work
+        from ..theory.effective import check_effective_model
+
+        check_effective_model(model)
     steps_given = flags["steps"] is not None or "steps" in file_run
     if rho0 is not None:
         r0 = option_value(rho0, "rho0", _RHO0, None)

@@ -20,7 +20,8 @@ from ._app import UsageFailure, app
 from ._slurm import SlurmFlags, slurm_flags
 from ._common import console, option, option_value, out
 
-_CONFIGS = Integer(ge=1, doc="configurations drawn from the box")
+_RUNS = Integer(ge=2, le=100_000, doc="chain runs per configuration")
+_CONFIGS = Integer(ge=1, le=100_000, doc="configurations drawn from the box (each a sweep point of --runs chain runs)")
 
 
 @app.command("validate")
@@ -29,8 +30,8 @@ def validate_cmd(
     configs: Optional[str] = option("--configs", _CONFIGS, 60),
     seed: Optional[str] = option("--seed", Integer(ge=0), 27, "seed of the draw, the runs and "
                                  "the moment draws (integer >= 0)"),
-    runs: Optional[str] = option("--runs", Integer(ge=2), 128, "chain runs per configuration "
-                                 "(integer >= 2)"),
+    runs: Optional[str] = option("--runs", _RUNS, 128, "chain runs per configuration "
+                                 "(integer in [2, 100000])"),
     n_samples: Optional[str] = option("--n-samples", Integer(ge=100), 4000, "reduced draws per "
                                       "moment node of the effective dynamics (integer >= 100)"),
     budget: Optional[str] = option("--budget", Real(gt=0.0), "6e8", "most chain work per "
@@ -67,7 +68,7 @@ def validate_cmd(
     n = option_value(configs, "configs", _CONFIGS, 60)
     defaults = MapSettings()
     settings = MapSettings(
-        runs=option_value(runs, "runs", Integer(ge=2), defaults.runs),
+        runs=option_value(runs, "runs", _RUNS, defaults.runs),
         seed=option_value(seed, "seed", Integer(ge=0), defaults.seed),
         n_samples=option_value(n_samples, "n_samples", Integer(ge=100), defaults.n_samples),
         budget=option_value(budget, "budget", Real(gt=0.0), defaults.budget))

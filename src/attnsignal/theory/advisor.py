@@ -73,7 +73,8 @@ from ..schedules import TabulatedStep
 from ..validation import Boolean, Integer, Optional, Real, validated
 from ._checks import BATCH, MODEL, RHO0, SEED, TARGET, UPDATE
 from .effective import (BlockBudgetExceeded, EffectiveDynamics, MomentTable, _z_max,
-                        effective_dynamics, moment_table, within_tolerance)
+                        check_effective_model, effective_dynamics, moment_table,
+                        within_tolerance)
 from .finite_step import second_order_coefficient
 from .landscape import landscape
 
@@ -226,6 +227,10 @@ def advise_schedule(model: ModelConfig, target: float, *, batch: int = 1,
     Advice. Raises ``ConfigError`` for bad input, or (field ``target``) when the mean dynamics
     cannot reach the target (a stable interior fixed point or a repelling end in the way).
     """
+    check_effective_model(model)
+    if batch > n_samples:
+        raise ConfigError("batch", f"must be <= n_samples = {n_samples} (the one-step moments "
+                          "draw that many samples a node)", batch)
     r0 = _start_abs(model, initial_alignment)
     if r0 >= target:
         raise ConfigError("target", f"must exceed the start's mean |rho| = {r0:.4g}", target)

@@ -99,7 +99,8 @@ __all__ = ["BlockBudgetExceeded", "Diagnostic", "EffectiveDynamics",
            "EffectiveDynamicsAccuracyError", "EffectiveDynamicsAccuracyWarning", "MomentTable",
            "OneStepMoments", "effective_dynamics", "grid_spacing", "max_grid_nodes",
            "moment_table", "one_step_moments", "schedule_etas", "record_schedule",
-           "check_pool_memory", "z_max", "within_tolerance", "approximation_errors"]
+           "check_pool_memory", "z_max", "within_tolerance", "approximation_errors",
+           "check_effective_model", "check_grid_step", "MAX_D", "MAX_NODE_BLOCKS"]
 
 _BLOCK_SD = 0.05          # largest spread of a block from a node that carries mass (in z)
 _ETA_CHANGE = 0.01        # largest relative change of η within a sub-block
@@ -111,6 +112,17 @@ _MAX_GRID = 20_001
 MAX_STD_STEP = 1e150
 _MAX_STEPS = 50_000_000
 _MAX_LAW = 60_000_000     # doubles kept for the law (records × grid)
+#: the most evolution work accepted up front, in grid nodes × blocks (blocks at most
+#: ``min(steps, max_blocks)``: one a step where single steps shape the law; ≈ 1 µs each)
+MAX_NODE_BLOCKS = 5e9
+#: the largest ``d``: the grid (at most 20 001 nodes over ``[−Z, Z]``) must resolve the uniform
+#: start's width ``≈ 1/√d`` in ``z``
+MAX_D = 10**6
+#: an explicit ``grid_step`` may be at most this many times finer than :func:`grid_spacing`
+_FINEST = 4.0
+#: the largest ``diffusion_scale`` (a multiplier of the chain's diffusion, for tests of the
+#: law's width; 0: the mean-field flow)
+MAX_DIFFUSION_SCALE = 100.0
 #: the share of the tolerance the Monte-Carlo error may take before more draws are made
 _MC_SHARE = 0.5
 #: the levels at which the replicates' quantiles are kept (:meth:`EffectiveDynamics.quantile_stderr`)
@@ -149,6 +161,30 @@ def grid_spacing(d: int) -> float:
     """The default spacing ``h = min(0.01, 0.1/√d)`` of the ``z`` grid (the uniform start's
     law has width ``≈ 1/√d`` in ``z``)."""
     return min(0.01, 0.1 / math.sqrt(d))
+
+
+def check_effective_model(model: ModelConfig) -> None:
+    """Refuse, before any work, a model the effective dynamics cannot evolve: ``d`` above
+    :data:`MAX_D` (its grid cannot resolve the start) and a token count one reduced draw of
+    which cannot fit in memory (:func:`~.reduced.check_draw_memory`). Raises ConfigError."""
+    from .reduced import check_draw_memory
+
+    if model.d > MAX_D:
+        raise ConfigError("d", f"must be <= {MAX_D:.0e} for the effective dynamics (its z grid "
+                          f"of at most {_MAX_GRID} nodes must resolve the start's width "
+                          "≈ 1/√d)", model.d)
+    check_draw_memory(model)
+
+
+def check_grid_step(d: int, grid_step: float) -> None:
+    """Refuse an explicit ``grid_step`` finer than ``grid_spacing(d)/4`` or than a grid of
+    :data:`_MAX_GRID` nodes over the largest extent ``[−9, 9]`` allows (the evolution's work
+    grows with the nodes and with their number per block spread). Raises ConfigError."""
+    lo = max(grid_spacing(d) / _FINEST, Z_CAP / ((_MAX_GRID - 1) // 2))
+    if not grid_step >= lo:
+        raise ConfigError("grid_step", f"must be in [{lo:.3g}, 0.5] at d = {d} (at most "
+                          f"{_FINEST:g} times finer than the default min(0.01, 0.1/√d), at most "
+                          f"{_MAX_GRID} nodes)", grid_step)
 
 
 def max_grid_nodes(d: int) -> int:
@@ -196,7 +232,8 @@ def _deposit_kernel(p, mu, var, z0, h, out):  # pragma: no cover
     buf = np.empty(64)
     for jn in range(mu.shape[0]):
         sig = math.sqrt(max(var[jn] - h * h / 6.0, 0.0))
-        half = int(math.ceil(5.5 * sig / h)) + 2
+        # ±5.5 σ, within 16 grid widths (a σ beyond reads as int overflow)
+        half = int(math.ceil(min(5.5 * sig / h, 16.0 * G))) + 2
         c = int(round((mu[jn] - z0) / h))
         W = 2 * half + 1
         if W > buf.shape[0]:
@@ -1030,7 +1067,8 @@ def _diagnose(ed_mean_abs_se: np.ndarray, K: int, table: MomentTable, law: np.nd
 @validated(model=MODEL, step=STEP, steps=Integer(ge=1, le=_MAX_STEPS),
            initial_alignment=Optional(RHO0), batch=BATCH, update=UPDATE, seed=SEED,
            n_samples=Integer(ge=100), grid_step=Optional(Real(gt=0.0, le=0.5)),
-           diffusion_scale=Real(ge=0.0), max_blocks=Optional(Integer(ge=1)),
+           diffusion_scale=Real(ge=0.0, le=MAX_DIFFUSION_SCALE),
+           max_blocks=Optional(Integer(ge=1)),
            rtol=Optional(Real(gt=0.0, lt=1.0)), max_samples=Optional(Integer(ge=100)),
            replicates=Integer(ge=0, le=64), tolerance=Optional(Real(gt=0.0)),
            strict=Boolean())
@@ -1071,9 +1109,11 @@ def effective_dynamics(model: ModelConfig, step: Any, *, steps: int,
         :class:`EffectiveDynamicsAccuracyWarning` names the cause (None: no check)
     strict : raise :class:`EffectiveDynamicsAccuracyError` instead of warning
     grid_step : spacing ``h`` of the ``z`` grid (default ``min(0.01, 0.1/√d)``, at most
-        20 001 nodes)
+        20 001 nodes; an explicit one at most 4 times finer than the default and within
+        20 001 nodes over ``[−9, 9]``)
     diffusion_scale : multiplies the diffusion ``v`` (1: the chain's; 0: the mean-field flow
-        of the initial law — a deliberately wrong law that the band tests must reject)
+        of the initial law — a deliberately wrong law that the band tests must reject; at
+        most :data:`MAX_DIFFUSION_SCALE`)
     moments : a :class:`MomentTable` to reuse (built by :func:`moment_table` for this
         ``model``, ``batch`` and ``update`` over a step range that covers the schedule's);
         the grid then spans the table's ``z`` range, and its replicates (if any) give the
@@ -1081,14 +1121,30 @@ def effective_dynamics(model: ModelConfig, step: Any, *, steps: int,
     max_blocks : at most this many evolution blocks (None: no limit beyond ``steps``); a block
         spans many steps at the sizes users run (E1: 175 blocks for 10⁶ steps) but ~1 step
         when one step moves ``z`` by ~0.05 or more (small ``L``, large ``η``). Exceeding it
-        raises :class:`BlockBudgetExceeded` (a ``ConfigError``)
+        raises :class:`BlockBudgetExceeded` (a ``RuntimeError``: the input was valid, the budget ran out)
 
     Returns
     -------
-    EffectiveDynamics. Raises ``ConfigError`` for bad input (one line naming the field),
+    EffectiveDynamics. Raises ``ConfigError`` for bad input (one line naming the field) —
+    among it, before any work: ``d`` above :data:`MAX_D`, a draw beyond memory, and more than
+    :data:`MAX_NODE_BLOCKS` grid nodes × blocks (``min(steps, max_blocks)``) —
     :class:`EffectiveDynamicsAccuracyError` with ``strict`` when the diagnostic fires.
     """
     t0 = time.perf_counter()
+    check_effective_model(model)
+    if grid_step is not None:
+        check_grid_step(model.d, grid_step)
+    # the evolution's work, bounded before any: blocks (one a step at worst) × grid nodes
+    z_top = Z_CAP if moments is None else float(moments.z_nodes[-1])
+    g_most = min(_MAX_GRID, 2 * math.ceil(z_top / (grid_spacing(model.d) if grid_step is None
+                                                    else grid_step)) + 1)
+    most = steps if max_blocks is None else min(steps, max_blocks)
+    if most * g_most > MAX_NODE_BLOCKS:
+        field_, value = ("steps", steps) if max_blocks is None else ("max_blocks", max_blocks)
+        raise ConfigError(field_, f"must keep the evolution's work within {MAX_NODE_BLOCKS:.0e} "
+                          f"grid nodes × blocks: up to {most:,} blocks (one a step where "
+                          f"single steps shape the law) × {g_most:,} nodes; pass max_blocks <= "
+                          f"{int(MAX_NODE_BLOCKS // g_most):,} to bound it", value)
     if n_samples < batch:
         raise ConfigError("n_samples", f"must be >= batch = {batch}", n_samples)
     mx = _max_samples(n_samples, max_samples)

@@ -36,7 +36,9 @@ The cost is independent of ``L``: about 1–2 ms per ``ρ`` for ``β ≲ 2``, 5 
 0.1 s at ``β = 12`` (the inner grid scales with ``β²``). Measured accuracy: ``2e-14`` relative
 against tensor Gauss–Hermite quadrature for ``L <= 3``; refining either grid changes ``Φ`` by
 ``< 1e-15`` relative for ``R, N`` up to ``10^6`` (see tests/theory). Supported for ``β ≤ 12`` (standardised);
-beyond that the tilted moments ``E e^{2βs}`` overflow and ``ValueError`` is raised.
+beyond that the tilted moments ``E e^{2βs}`` overflow, and for ``θ ≤ 10⁸`` (standardised: beyond,
+float64 cannot resolve the scores ``θρ + y`` on the inner grid); ``ConfigError`` is raised
+outside.
 """
 
 from __future__ import annotations
@@ -52,6 +54,9 @@ from ..limits import MAX_EXACT_BETA_SIGMA
 __all__ = ["phi_exact", "MAX_BETA"]
 
 MAX_BETA = MAX_EXACT_BETA_SIGMA
+#: the largest standardised ``θ``: the scores ``θρ + y`` must resolve the inner grid's step
+#: (``≥ 0.017``) in float64 (``θ·2⁻⁵² ≤ 2·10⁻⁸``)
+MAX_THETA = 1e8
 _Y_PAD = 12.0
 _H_U = 0.1
 _U_LO, _U_HI, _H_COARSE = -24.0, 90.0, 0.5
@@ -168,11 +173,15 @@ def phi_exact(R: int, N: int, d: int, theta: float, beta: float, rho: np.ndarray
 
     R >= 1, N >= 0 token counts, d >= 2, theta >= 0, 0 < beta <= MAX_BETA; rho: array in
     [−1, 1] (any shape). Returns two arrays of ``rho``'s shape (``Φ'`` is NaN when
-    ``derivative`` is False). Raises ``ConfigError`` for ``beta > MAX_BETA``.
+    ``derivative`` is False). Raises ``ConfigError`` for ``beta > MAX_BETA`` or
+    ``theta > MAX_THETA``.
     """
     if beta > MAX_BETA:
         raise ConfigError("beta", f"method 'exact' needs beta*noise_std <= {MAX_BETA:g} "
                           "(use method='mc')", beta)
+    if not theta <= MAX_THETA:
+        raise ConfigError("theta/noise_std", f"must be <= {MAX_THETA:.0e} for method 'exact' "
+                          "(its quadrature must resolve the scores θρ + σa in float64)", theta)
     rho = np.asarray(rho, dtype=np.float64)
     phi = np.empty(rho.shape)
     dphi = np.empty(rho.shape)

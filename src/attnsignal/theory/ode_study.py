@@ -95,7 +95,7 @@ def ode_study(model: ModelConfig, rho0: float, step: Any, t_max: float | None = 
     elif finite and max(finite) > 0:
         t_win = 1.25 * max(finite)
     else:  # stationary start or no target reached: 20 time units of the field
-        scale = float(np.max(np.abs(vector_field(model, np.linspace(-1, 1, 201)))))
+        scale = float(np.max(np.abs(vector_field(model, np.linspace(-1, 1, 201), method))))
         t_win = 20.0 / max(scale, 1e-300)
         t_win = t_win if stationary else min(sol.t_end, t_win)
     return OdeStudy(model, float(rho0), method, basins, sol, stationary, float(t_win))
@@ -151,11 +151,14 @@ def check_effective(model: ModelConfig, step: Any, rc: RunConfig,
     method, more steps than it integrates, steps ``σ²η_k`` above ``MAX_STD_STEP`` (its one-step
     moments are normalised by ``η²``, which must stay finite — beyond it the drift is NaN and
     the law would silently stand still), minibatches larger than its draws or than memory
-    holds (:func:`~attnsignal.theory.effective.check_pool_memory`), or more records × grid
-    nodes than it keeps (at most :func:`~attnsignal.theory.effective.max_grid_nodes` nodes)."""
-    from .effective import (MAX_STD_STEP, _MAX_LAW, _MAX_STEPS, check_pool_memory,
-                            max_grid_nodes)
+    holds (:func:`~attnsignal.theory.effective.check_pool_memory`), more records × grid
+    nodes than it keeps (at most :func:`~attnsignal.theory.effective.max_grid_nodes` nodes),
+    more steps × grid nodes than its work bound, or a model it cannot evolve
+    (:func:`~attnsignal.theory.effective.check_effective_model`)."""
+    from .effective import (MAX_NODE_BLOCKS, MAX_STD_STEP, _MAX_LAW, _MAX_STEPS,
+                            check_effective_model, check_pool_memory, max_grid_nodes)
 
+    check_effective_model(model)
     if rc.method != "sga":
         raise ConfigError("method", "must be 'sga' with --effective (the effective dynamics "
                           "predicts attention's SGA)", rc.method)
@@ -171,6 +174,11 @@ def check_effective(model: ModelConfig, step: Any, rc: RunConfig,
                           "moments draw that many samples per node)", rc.batch)
     check_pool_memory(rc.batch, n_samples)
     grid = max_grid_nodes(model.d)
+    if rc.steps * grid > MAX_NODE_BLOCKS:
+        raise ConfigError("steps", f"must be <= {int(MAX_NODE_BLOCKS // grid):,} with "
+                          f"--effective at d = {model.d} (at most one evolution block a step on "
+                          f"up to {grid:,} grid nodes: {MAX_NODE_BLOCKS:.0e} nodes × blocks)",
+                          rc.steps)
     n_rec = rc.n_records()
     if n_rec * grid > _MAX_LAW:
         raise ConfigError("record", f"must give at most {_MAX_LAW // grid:,} records with "
