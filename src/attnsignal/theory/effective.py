@@ -1121,7 +1121,8 @@ def effective_dynamics(model: ModelConfig, step: Any, *, steps: int,
     max_blocks : at most this many evolution blocks (None: no limit beyond ``steps``); a block
         spans many steps at the sizes users run (E1: 175 blocks for 10⁶ steps) but ~1 step
         when one step moves ``z`` by ~0.05 or more (small ``L``, large ``η``). Exceeding it
-        raises :class:`BlockBudgetExceeded` (a ``RuntimeError``: the input was valid, the budget ran out)
+        raises :class:`BlockBudgetExceeded` (a ``RuntimeError``: the input was valid, the
+        budget ran out)
 
     Returns
     -------
