@@ -7,6 +7,10 @@ import pytest
 
 import attnsignal as asg
 from attnsignal.cli import main
+from attnsignal.engines import engine_names
+
+#: the registered engines as the refusal of an unknown one lists them
+ENGINES = ", ".join(map(repr, engine_names()))
 
 GOOD_MODEL = dict(d=5, n_informative=2, n_nuisance=3, theta=1.0)
 GOOD_STEP = dict(eta0=0.1, k0=10.0, power=0.75)
@@ -87,7 +91,7 @@ CLI_BAD = [
     (["--batch", "0"], "batch: must be an integer >= 1; got 0"),
     (["--record-every", "0"], "record_every: must be an integer >= 1 (or None); got 0"),
     (["--initial-alignment", "2"], "initial_alignment: must be a number in [-1, 1] (or None); got 2"),
-    (["--engine", "warp"], "engine: must be one of 'literal', 'projected', 'chain', 'chain32'; got 'warp'"),
+    (["--engine", "warp"], f"engine: must be one of {ENGINES}; got 'warp'"),
     (["--update", "x"], "update: must be one of 'projected', 'riemannian'; got 'x'"),
     (["--signal-sign", "x"], "signal_sign: must be one of 'fixed', 'random'; got 'x'"),
     (["--no-such-flag", "1"], "No such option: --no-such-flag"),
@@ -134,7 +138,7 @@ def test_cli_rejects_bad_config_file(tmp_path, capsys):
 @pytest.mark.parametrize("toml,expected", [
     ("[model]\ntheta = nan\n", "theta: must be a finite number >= 0; got nan"),
     ("[run]\nruns = 1.5\n", "runs: must be an integer >= 1; got 1.5"),
-    ("[run]\nengine = \"warp\"\n", "engine: must be one of 'literal', 'projected', 'chain', 'chain32'; got 'warp'"),
+    ("[run]\nengine = \"warp\"\n", f"engine: must be one of {ENGINES}; got 'warp'"),
     ("[step]\npower = -1\n", "power: must be a finite number >= 0; got -1"),
     ("[model]\nn_informative = 0\n", "n_informative: must be an integer >= 1; got 0"),
 ])
