@@ -206,6 +206,14 @@ def _run_flag_cases() -> list[tuple[str, str, list[str]]]:
         if name in STEP_FIELDS and name != "schedule":
             kind = next(k for k, cls in SCHEDULES.items() if name in cls.field_names())
             extra = ["--schedule", kind]
+            # the family's other required fields at a valid value, so that the one bad
+            # flag is what the command refuses
+            for f in dataclasses.fields(SCHEDULES[kind]):
+                if f.name != name and f.default is dataclasses.MISSING \
+                        and f.default_factory is dataclasses.MISSING:
+                    good = _as_text(FIELD_TABLE[f.name].valid_examples()[0])
+                    assert good is not None, f.name
+                    extra += ["--" + f.name.replace("_", "-"), good]
         for bad in c.invalid_examples():
             text = _as_text(bad)
             if text is None or c.accepts(c.parse(text)):

@@ -79,6 +79,12 @@ class _Described(Constraint):
     def metavar(self) -> str:
         return self.c.metavar()
 
+    def examples(self) -> tuple[Any, ...]:
+        return self.c.examples()
+
+    def counterexamples(self) -> tuple[Any, ...]:
+        return self.c.counterexamples()
+
 
 #: Every config field that can be a flag, with its constraint (help text, metavar and parsing
 #: come from the constraint: nothing is typed twice). ``[step]`` is ``--schedule`` (the
