@@ -176,7 +176,7 @@ def advise_cmd(
         ax.set_xlabel("samples per run")
         ax.set_ylabel(r"$|\rho|$ (mean and 10–90 % band, predicted)")
         ax.set_title("predicted alignment (effective dynamics)")
-        ax.legend(loc="upper left", fontsize=9.5)
+        ax.legend(loc="lower right", fontsize=9.5)  # the band starts wide at the upper left
         ax.grid(alpha=0.3)
         ax_eta.set_xscale("log")
         ax_eta.set_yscale("log")
