@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import threading
 import time
+import warnings
 from collections import defaultdict
+from contextlib import contextmanager
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterator, TypeVar
 
 import pandas as pd
 
@@ -38,9 +40,26 @@ if TYPE_CHECKING:
     from .scheduler import SharedPool
 
 __all__ = ["Shared", "ExperimentContext", "PendingCall", "PendingSweep", "StoredCall", "SweepData",
-           "Timing", "sweep_spec"]
+           "Timing", "sweep_spec", "warning_texts"]
 
 M = TypeVar("M", bound="Measurements")
+
+
+@contextmanager
+def warning_texts(category: type[Warning] = Warning) -> Iterator[list[str]]:
+    """Record the warnings of ``category`` that the block raises into the yielded list (each
+    text once, in order; filled when the block ends) instead of printing them; others pass
+    on. A pool task returns them with its value, since a worker's stderr is nobody's: the
+    report says them."""
+    texts: list[str] = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", category)
+        yield texts
+    for w in caught:
+        if not issubclass(w.category, category):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        elif str(w.message) not in texts:
+            texts.append(str(w.message))
 
 
 def sweep_spec(
@@ -272,8 +291,8 @@ class ExperimentContext:
 
     def write_frame(self, name: str, frame: Any) -> Path:
         """Write ``frame`` (a pandas DataFrame) as ``OUT/data/<name>.parquet``, atomically, its
-        time profiled as I/O: the data of measurements that do not come from a sweep (whose
-        frames :meth:`sweep` writes)."""
+        time profiled as I/O (every sweep's frame, and the data of measurements that do not come
+        from a sweep)."""
         t = time.perf_counter()
         path = self.shared.data / f"{name}.parquet"
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -322,9 +341,9 @@ class ExperimentContext:
                                + "; ".join(map(str, report.failed[:3])))
         t = time.perf_counter()
         frame = load_sweep(store)
-        atomic_write(sh.data / f"{name}.parquet", lambda p: frame.to_parquet(p, index=False))
         with self.shared.lock:
             self.timing.io += time.perf_counter() - t
+        self.write_frame(name, frame)
         return SweepData(name, sp, frame)
 
 

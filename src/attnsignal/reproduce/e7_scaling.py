@@ -21,7 +21,6 @@ that ``d`` and its runs, ``horizon ×`` the predicted samples), its row stored u
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,7 +32,7 @@ from ..config import ModelConfig
 from ..plots import _plt, legend_below, save_figure
 from ..report import Section
 from ..validation import Integer, Real, Sequence
-from .context import ExperimentContext
+from .context import ExperimentContext, warning_texts
 from .experiment import MODEL, Experiment, Measurements, PlanSection
 from .scheduler import CHAIN_UPDATE_OVERHEAD
 
@@ -90,15 +89,10 @@ def law_point(model: ModelConfig, *, c: float, target: float, law_samples: int, 
     from ..measure import compare_law
     from ..theory.scaling import scaling_law
 
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with warning_texts() as said:
         law = scaling_law(model, target=target, c=c, path="proportional",
                           n_samples=law_samples, seed=law_seed)
         row = compare_law(law, [d], runs=runs, seed=seed, horizon=horizon)[0]
-    said: list[str] = []
-    for w in caught:
-        if str(w.message) not in said:
-            said.append(str(w.message))
     row["warnings"] = said
     return row
 

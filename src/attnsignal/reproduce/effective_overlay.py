@@ -14,7 +14,6 @@ the worker's stderr).
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +21,7 @@ import numpy as np
 
 from ..config import ModelConfig
 from ..theory.tracking import PathGap, mean_gap, path_gap
+from .context import warning_texts
 from .scheduler import CHAIN_UPDATE_OVERHEAD
 
 __all__ = ["EffectivePath", "PathGap", "effective_cost", "effective_path", "mean_gap", "path_gap"]
@@ -69,17 +69,10 @@ def effective_path(model: ModelConfig, step: Any, *, steps: int, record_every: i
     one-step moments. Its accuracy warnings are caught and returned as text (each once)."""
     from ..theory.effective import EffectiveDynamicsAccuracyWarning, effective_dynamics
 
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", EffectiveDynamicsAccuracyWarning)
+    with warning_texts(EffectiveDynamicsAccuracyWarning) as said:
         ed = effective_dynamics(model, step, steps=steps, record_every=record_every,
                                 initial_alignment=initial_alignment, n_samples=n_samples,
                                 seed=seed)
-    said: list[str] = []
-    for w in caught:
-        if not issubclass(w.category, EffectiveDynamicsAccuracyWarning):
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-        elif str(w.message) not in said:
-            said.append(str(w.message))
     q10, q90 = ed.quantile([0.1, 0.9])
     return EffectivePath(steps=ed.steps, mean_abs=ed.mean_abs, mean=ed.mean, q10=q10, q90=q90,
                          seconds=float(ed.timings["total_s"]), n_samples=int(n_samples),
