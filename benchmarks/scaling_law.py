@@ -115,12 +115,14 @@ def critical(name: str, sign: str, law, d: int, runs: int, base: int,
              min_steps: int = 0) -> dict:
     """c_critical at d against the chain, per branch (the runs that go to +ξ, and for the fixed
     sign also those that go to −ξ): the law's largest c whose long-run mean |ρ| on the branch
-    reaches the target (``c_critical_at(d, side)``: the plateau, moved by the noise's
-    stationary shift), and the c at which the chain's stationary mean |ρ| crosses the target —
-    runs started at ±0.9 (above the plateau: no escape to wait for), the run-mean |ρ|
-    time-averaged over the second half of 1.5× the samples predicted at 0.6 c_critical, at
-    five c from 0.94 to 1.06 × the law's value, a straight line through them solved for the
-    target; its interval from 400 bootstrap resamples of the runs."""
+    reaches the target (``c_critical_at(d, side)``, its "auto" method; the expansion's value
+    beside it), and the c at which the chain's stationary mean |ρ| crosses the target — runs
+    started at ±0.9 (above the plateau: no escape to wait for), the run-mean |ρ| time-averaged
+    over the second half of max(1.5× the samples predicted at 0.6 c_critical, ``min_steps``)
+    steps, at five c from 0.94 to 1.06 × the law's value, a straight line through them solved
+    for the target; its interval from 400 bootstrap resamples of the runs. Stationarity: the
+    same crossing from the window's third and fourth quarters separately
+    (``c_chain_q3``, ``c_chain_q4``)."""
     t0 = time.perf_counter()
     seed = point_seed(base, "critical", name, sign, d)
     out = {"kind": "critical", "config": name, "sign": sign, "d": d, "runs": runs,
@@ -128,7 +130,8 @@ def critical(name: str, sign: str, law, d: int, runs: int, base: int,
     m = law.model_at(d)
     sides = (1,) if sign == "random" else (1, -1)
     ccs = {side: law.c_critical_at(d, side) for side in sides}
-    finite = [cc for cc in ccs.values() if 0.0 < cc < math.inf]
+    cexp = {side: law.c_critical_at(d, side, method="expansion") for side in sides}
+    finite = [cc for cc in cexp.values() if 0.0 < cc < math.inf]
     # the time scale: the samples at 0.6 × the smallest critical c (reachable on every branch);
     # a target the law never reaches (no finite positive c_critical, or infinite samples) is
     # reported in the row, not simulated
@@ -147,7 +150,7 @@ def critical(name: str, sign: str, law, d: int, runs: int, base: int,
             continue
         branch = "plus" if side > 0 else "minus"
         cs = cc * np.array([0.94, 0.97, 1.0, 1.03, 1.06])
-        curves = []
+        curves, q3, q4 = [], [], []
         for j, c in enumerate(cs):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -155,22 +158,31 @@ def critical(name: str, sign: str, law, d: int, runs: int, base: int,
                                    engine="chain", initial_alignment=0.9 * side,
                                    seed=stream(seed, branch, j), record_every=max(1, steps // 200))
             a = np.abs(res.alignment)
-            curves.append(a[:, a.shape[1] // 2:].mean(axis=1))  # per-run time average
+            n = a.shape[1]
+            curves.append(a[:, n // 2:].mean(axis=1))  # per-run time average
+            q3.append(a[:, n // 2:(3 * n) // 4].mean(axis=1))
+            q4.append(a[:, (3 * n) // 4:].mean(axis=1))
         per_run = np.array(curves)  # (5, runs)
         rng = np.random.default_rng(stream(seed, branch, "bootstrap"))
 
-        def crossing(idx: np.ndarray) -> float:
-            y = per_run[:, idx].mean(axis=1)
+        def crossing(idx: np.ndarray, data: np.ndarray = per_run) -> float:
+            y = data[:, idx].mean(axis=1)
             b, a0 = np.polyfit(cs / cc - 1.0, y, 1)
             return float(cc * (1.0 + (law.target - a0) / b))
 
-        c_chain = crossing(np.arange(runs))
+        every = np.arange(runs)
+        c_chain = crossing(every)
         boot = [crossing(rng.integers(0, runs, runs)) for _ in range(400)]
         out["sides"][str(side)] = {
-            "c_law": cc, "c_chain": c_chain, "lo": float(np.quantile(boot, 0.025)),
-            "hi": float(np.quantile(boot, 0.975)), "cs": cs.tolist(),
+            "c_law": cc, "c_law_expansion": cexp[side], "c_chain": c_chain,
+            "lo": float(np.quantile(boot, 0.025)), "hi": float(np.quantile(boot, 0.975)),
+            "c_chain_q3": crossing(every, np.array(q3)),
+            "c_chain_q4": crossing(every, np.array(q4)), "cs": cs.tolist(),
             "stationary_mean": per_run.mean(axis=1).tolist(),
-            "law_settled": [law.settled_mean(d, float(c), side) for c in cs], "steps": steps}
+            "stationary_mean_q3": np.array(q3).mean(axis=1).tolist(),
+            "stationary_mean_q4": np.array(q4).mean(axis=1).tolist(),
+            "law_settled_expansion": [law.settled_mean(d, float(c), side) for c in cs],
+            "steps": steps}
     out["seconds"] = time.perf_counter() - t0
     return out
 
@@ -215,23 +227,27 @@ def table(files: list[Path]) -> str:
             f"[{r['iqr_lo']:,.0f}, {r['iqr_hi']:,.0f}] |")
     crit = [r for r in rows if r["kind"] == "critical" and "sides" in r]
     if crit:
-        lines += ["", "| config | sign | d | branch | c_critical (law) | chain [95 %] | "
-                  "law / chain − 1 | steps |",
-                  "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+        lines += ["", "| config | sign | d | branch | c_critical (law: expansion) | "
+                  "c_critical (law) | chain [95 %] | law / chain − 1 | "
+                  "chain, 3rd / 4th quarter | steps |",
+                  "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
         for r in crit:
             if "unreachable" in r:
-                lines.append(f"| {r['config']} | {r['sign']} | {r['d']:,} | — | — | "
-                             f"not run: {r['unreachable']} | — | — |")
+                lines.append(f"| {r['config']} | {r['sign']} | {r['d']:,} | — | — | — | "
+                             f"not run: {r['unreachable']} | — | — | — |")
             for side, v in r["sides"].items():
                 if "unreachable" in v:
                     lines.append(f"| {r['config']} | {r['sign']} | {r['d']:,} | "
-                                 f"{'+ξ' if side == '1' else '−ξ'} | {v['c_law']:.4g} | "
-                                 f"not run: {v['unreachable']} | — | — |")
+                                 f"{'+ξ' if side == '1' else '−ξ'} | — | {v['c_law']:.4g} | "
+                                 f"not run: {v['unreachable']} | — | — | — |")
                     continue
+                exp = v.get("c_law_expansion", v["c_law"])
+                q = (f"{v['c_chain_q3']:.4g} / {v['c_chain_q4']:.4g}" if "c_chain_q3" in v
+                     else "—")
                 lines.append(f"| {r['config']} | {r['sign']} | {r['d']:,} | "
-                             f"{'+ξ' if side == '1' else '−ξ'} | {v['c_law']:.4g} | "
+                             f"{'+ξ' if side == '1' else '−ξ'} | {exp:.4g} | {v['c_law']:.4g} | "
                              f"{v['c_chain']:.4g} [{v['lo']:.4g}, {v['hi']:.4g}] | "
-                             f"{v['c_law'] / v['c_chain'] - 1:+.1%} | {v['steps']:,} |")
+                             f"{v['c_law'] / v['c_chain'] - 1:+.1%} | {q} | {v['steps']:,} |")
     return "\n".join(lines)
 
 

@@ -17,6 +17,8 @@ Modules (one concept each):
 ``dimension_moments`` the one-step moments as exact polynomials in ``d``
 ``escape``         the law of a slow one-dimensional chain: hitting times, the escape law
 ``scaling``        sample-complexity laws along ``d`` (:func:`scaling_law`, ``docs/scaling.md``)
+``settled``        where constant-step runs settle, from the exact one-step moments (the
+                   critical step where the expansion in ``η`` fails)
 ``tracking``       simulation vs ODE, stochastic-approximation diagnostics
 ``ode_study``      the limiting ODE from one start beside a simulation and the effective
                    dynamics (what ``attnsignal ode`` prints)

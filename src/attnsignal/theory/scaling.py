@@ -53,6 +53,8 @@ from ._checks import MODEL, SEED, TARGET, UPDATE
 from .dimension_moments import DimensionMoments, dimension_moments
 from .escape import HittingLaw, hitting_law, settled_mean
 from .field import dphi_interpolant
+from .moments import one_step_moments
+from .settled import stationary_mean_abs, step_moments
 
 __all__ = ["PATHS", "SCHEDULES", "ScalingLaw", "ScalingLimit", "scaling_law", "step_scale",
            "time_scale"]
@@ -64,6 +66,10 @@ SCHEDULES = ("constant", "optimal")
 #: analytic in ``φ``; in ``ρ`` they carry ``√(1 − ρ²)`` and converge slowly at ``±1``).
 _NODES = 33
 _C_MAX = 1e12
+#: the expansion's critical c is kept where its mean step at the plateau is within this
+#: fraction of the finite-step term of the exact one (``c_critical_at(method="auto")``)
+_EXPANSION_RTOL = 0.01
+_CRIT_METHOD = OneOf("auto", "expansion", "exact")
 
 
 def step_scale(d: int, L: int) -> float:
@@ -217,6 +223,7 @@ class ScalingLaw:
     seed: Any
     _moments: dict = field(default_factory=dict, repr=False)
     _laws: dict = field(default_factory=dict, repr=False)
+    _critical: dict = field(default_factory=dict, repr=False)
 
     def with_c(self, c: float) -> "ScalingLaw":
         """The same law with the step constant ``c`` (the moments are shared)."""
@@ -355,10 +362,39 @@ class ScalingLaw:
         g, v, _ = self._step_drift(d, c)
         return settled_mean(g, v, self.model_at(d).d, side)
 
-    def c_critical_at(self, d: int, side: int = 0) -> float:
-        """The largest ``c`` at ``d`` whose long-run mean ``|ρ|`` (:meth:`settled_mean`) reaches
-        the target — over all runs, or (``side = ±1``) on the branch to ``±ξ`` — by bisection
-        on ``log c`` (relative tolerance 1e-4)."""
+    def c_critical_at(self, d: int, side: int = 0, method: str = "auto") -> float:
+        """The largest ``c`` at ``d`` whose long-run mean ``|ρ|`` reaches the target — over all
+        runs, or (``side = ±1``) on the branch to ``±ξ``.
+
+        method : "expansion" — the mean step to ``O(η²)`` and the noise's second-order shift
+            (:meth:`settled_mean`), bisection on ``log c`` (relative tolerance 1e-4);
+            "exact" — the exact one-step mean and variance at each candidate step
+            (:func:`.settled.step_moments`) and the stationary law of the chain they define
+            (:func:`.settled.stationary_mean_abs`), bisection to a relative 1e-3;
+            "auto" — the expansion's value where the exact one-step drift at its critical
+            step and plateau agrees with the expansion's within 1 % of the finite-step term
+            ``η²κ`` or within two Monte-Carlo standard errors (:meth:`expansion_error`), the
+            exact value otherwise (``docs/scaling.md``)."""
+        _CRIT_METHOD.check("method", method)
+        key = (int(d), int(side), method)
+        if key not in self._critical:  # the critical c does not depend on the law's c
+            self._critical[key] = self._c_critical(int(d), int(side), method)
+        return self._critical[key]
+
+    def _c_critical(self, d: int, side: int, method: str) -> float:
+        if method != "expansion":
+            c0 = self.c_critical_at(d, side, method="expansion")
+        else:
+            c0 = self._c_critical_expansion(d, side)
+        if method == "expansion" or not 0.0 < c0 < math.inf:
+            return c0
+        if method == "auto":
+            err, se = self.expansion_error(d, c0, side)
+            if err <= max(_EXPANSION_RTOL, 2.0 * se):
+                return c0
+        return self._c_critical_exact(d, side, c0)
+
+    def _c_critical_expansion(self, d: int, side: int) -> float:
         def ok(c: float) -> bool:
             return self.settled_mean(d, c, side) >= self.target
 
@@ -374,10 +410,67 @@ class ScalingLaw:
             lo, hi = (mid, hi) if ok(mid) else (lo, mid)
         return lo
 
+    def _plateaus(self, d: int, c: float, side: int) -> list[float]:
+        """The expansion's settled alignments (signed) on the branches ``side`` stands for."""
+        sides = (side,) if side else ((1,) if self.model.signal_sign == "random" else (1, -1))
+        return [s * self.settled_mean(d, c, s) for s in sides]
+
+    def expansion_error(self, d: int, c: float, side: int = 0) -> tuple[float, float]:
+        """How far the expansion's mean step is from the exact one at the step ``c s(d, L)``:
+        ``max |m − (ηF − η²κ)| / (η²|κ|)`` over the expansion's plateaus (``m`` the exact
+        one-step mean, :func:`.moments.one_step_moments`), and its Monte-Carlo standard error
+        in the same units. Both relative to the finite-step term, which sets where the runs
+        settle near the critical ``c``."""
+        m = self.model_at(d)
+        eta = self.step_size(d, c)
+        rho = np.array([p for p in self._plateaus(d, c, side) if abs(p) < 1.0])
+        if rho.size == 0:
+            return 0.0, 0.0
+        om = one_step_moments(m, rho, eta, n_samples=self.draws_at(m), seed=self.seed,
+                              update=self.update)
+        F, kap, _ = self._drift(d)
+        es = eta * m.noise_std ** 2  # the standardised step of F and κ
+        fin = es * es * np.abs(kap(rho))
+        fin = np.where(fin > 0, fin, np.inf)
+        err = np.abs(om.drift_rho[:, 0] - (es * F(rho) - es * es * kap(rho))) / fin
+        se = om.stderr_drift_rho[:, 0] / fin
+        j = int(np.argmax(err))
+        return float(err[j]), float(se[j])
+
+    def _c_critical_exact(self, d: int, side: int, c0: float) -> float:
+        """Bisection on ``c`` with :func:`.settled.stationary_mean_abs` of the exact one-step
+        moments, tabulated over steps from ``c0/2`` to ``3 c0`` (moved by the same factors
+        while the crossing lies outside; at most four tables)."""
+        m = self.model_at(d)
+        if m.signal_sign == "random":
+            side = 1  # the random sign's chain is symmetric: |ρ| has the branch's law
+        lo_f, hi_f = 0.5, 3.0
+        for _ in range(4):
+            clo, chi = lo_f * c0, hi_f * c0
+            tab = step_moments(m, self.step_size(d, clo), self.step_size(d, chi),
+                               n_samples=self.draws_at(m), seed=self.seed, update=self.update)
+
+            def ok(c: float) -> bool:
+                mf, vf = tab.at(self.step_size(d, c))
+                return stationary_mean_abs(mf, vf, m.d, side) >= self.target
+
+            if not ok(clo):
+                lo_f, hi_f = lo_f / 6.0, lo_f
+                continue
+            if ok(chi):
+                lo_f, hi_f = hi_f, hi_f * 6.0
+                continue
+            lo, hi = clo, chi
+            while hi / lo > 1.0 + 1e-3:
+                mid = math.sqrt(lo * hi)
+                lo, hi = (mid, hi) if ok(mid) else (lo, mid)
+            return lo
+        return math.nan
+
     def c_optimal_at(self, d: int) -> float:
         """The constant ``c`` with the fewest predicted samples at ``d`` (bounded Brent search
         on ``log c`` below ``c_critical_at(d)``, relative tolerance about 1e-3)."""
-        cc = self.c_critical_at(d)
+        cc = self.c_critical_at(d, method="expansion")  # the bound of the law's own samples
         if not (0 < cc < math.inf):
             return float("nan")
 
