@@ -419,8 +419,9 @@ class ScalingLaw:
         """How far the expansion's mean step is from the exact one at the step ``c s(d, L)``:
         ``max |m − (ηF − η²κ)| / (η²|κ|)`` over the expansion's plateaus (``m`` the exact
         one-step mean, :func:`.moments.one_step_moments`), and its Monte-Carlo standard error
-        in the same units. Both relative to the finite-step term, which sets where the runs
-        settle near the critical ``c``."""
+        in the same units (the exact drift's and ``κ``'s, combined). Both relative to the
+        finite-step term, which sets where the runs settle near the critical ``c``; at the
+        plateau where the difference exceeds twice its error by the most."""
         m = self.model_at(d)
         eta = self.step_size(d, c)
         rho = np.array([p for p in self._plateaus(d, c, side) if abs(p) < 1.0])
@@ -433,8 +434,9 @@ class ScalingLaw:
         fin = es * es * np.abs(kap(rho))
         fin = np.where(fin > 0, fin, np.inf)
         err = np.abs(om.drift_rho[:, 0] - (es * F(rho) - es * es * kap(rho))) / fin
-        se = om.stderr_drift_rho[:, 0] / fin
-        j = int(np.argmax(err))
+        kse = np.abs(self._moments_for(m).kappa_at(d, self.update, 1.0)(rho) - kap(rho))
+        se = np.hypot(om.stderr_drift_rho[:, 0] / fin, es * es * kse / fin)
+        j = int(np.argmax(err - 2.0 * se))
         return float(err[j]), float(se[j])
 
     def _c_critical_exact(self, d: int, side: int, c0: float) -> float:

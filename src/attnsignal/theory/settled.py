@@ -25,17 +25,18 @@ spread.
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 from scipy import sparse
 from scipy.interpolate import CubicSpline
-from scipy.sparse.linalg import spsolve
+from scipy.sparse.linalg import MatrixRankWarning, spsolve
 from scipy.special import ndtr
 
 from ..config import ModelConfig
-from .escape import _roots, start_density
+from .escape import _roots, settled_mean, start_density
 from .moments import one_step_moments
 
 __all__ = ["StepMoments", "step_moments", "stationary_mean_abs"]
@@ -129,12 +130,15 @@ def _basins(m: Fn) -> list[tuple[float, float]]:
     return [(edges[i], edges[i + 1]) for i in range(len(edges) - 1)]
 
 
-def _basin_mean_abs(m: Fn, v: Fn, lo: float, hi: float) -> float:
+def _basin_mean_abs(m: Fn, v: Fn, lo: float, hi: float) -> float | None:
     """The stationary mean ``|ρ|`` of the grid chain restricted to ``(lo, hi)``: once on the
     basin, then on the range that holds its stationary mass (beyond ``1e-12`` in either tail,
     widened by ten of the step's spreads) with cells of a sixth of the step's smallest spread
-    there (at most :data:`_MAX_CELLS`)."""
+    there (at most :data:`_MAX_CELLS`). None where the grid does not resolve the stationary
+    law (its spread below five cells: a noise too small for the grid)."""
     x, pi = _grid_stationary(m, v, lo, hi, 3.0)
+    if x is None:
+        return None
     cdf = np.cumsum(pi)
     a = x[min(int(np.searchsorted(cdf, 1e-12)), x.size - 1)]
     b = x[min(int(np.searchsorted(cdf, 1.0 - 1e-12)), x.size - 1)]
@@ -142,12 +146,19 @@ def _basin_mean_abs(m: Fn, v: Fn, lo: float, hi: float) -> float:
     lo2, hi2 = max(lo, a - pad), min(hi, b + pad)
     if hi2 - lo2 < 0.5 * (hi - lo):
         x, pi = _grid_stationary(m, v, lo2, hi2, 6.0)
+        if x is None:
+            return None
+    mean = float(pi @ x)
+    spread = math.sqrt(max(float(pi @ (x * x)) - mean * mean, 0.0))
+    if not spread >= 5.0 * (x[1] - x[0]):
+        return None
     return float(pi @ np.abs(x))
 
 
 def _grid_stationary(m: Fn, v: Fn, lo: float, hi: float, per_sd: float
-                     ) -> tuple[np.ndarray, np.ndarray]:
-    """Cell midpoints and the stationary law of the grid chain on ``(lo, hi)``."""
+                     ) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """Cell midpoints and the stationary law of the grid chain on ``(lo, hi)`` (None, None
+    where the linear system is singular: cells that map into themselves)."""
     probe = np.linspace(lo, hi, 2001)[1:-1]
     sd = np.sqrt(np.maximum(v(probe), 0.0))
     # cells fine enough to resolve the kernel where the chain lives (where the step's spread
@@ -185,7 +196,11 @@ def _grid_stationary(m: Fn, v: Fn, lo: float, hi: float, per_sd: float
     A[n - 1, :] = np.ones(n)
     rhs = np.zeros(n)
     rhs[-1] = 1.0
-    pi = spsolve(A.tocsr(), rhs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MatrixRankWarning)
+        pi = spsolve(A.tocsr(), rhs)
+    if not np.all(np.isfinite(pi)) or not pi.sum() > 0:
+        return None, None
     pi = np.maximum(pi, 0.0)
     return x, pi / pi.sum()
 
@@ -194,22 +209,31 @@ def stationary_mean_abs(m: Fn, v: Fn, d: int | None = None, side: int = 0) -> fl
     """The long-run mean ``|ρ|`` of the chain with one-step mean ``m`` and variance ``v``
     (module docstring): ``side = ±1`` in the basin that contains ``±0.9`` (the runs that go to
     ``±ξ``); ``side = 0`` over the basins weighted by a uniform start's mass on ``S^{d−1}``
-    (``d = None``: the two basins next to 0, equally)."""
+    (``d = None``: the two basins next to 0, equally). Where the grid cannot resolve the
+    stationary law (a step's spread far below the basin's width / :data:`_MAX_CELLS`), the
+    stable root of ``m`` moved by the noise's second-order shift
+    (:func:`.escape.settled_mean`): the noise is then too small for its higher orders to
+    matter."""
     basins = _basins(m)
     if side:
         y = 0.9 * side
         lo, hi = next((a, b) for a, b in basins if a <= y <= b)
-        return _basin_mean_abs(m, v, lo, hi)
+        got = _basin_mean_abs(m, v, lo, hi)
+        return settled_mean(m, v, d, side) if got is None else got
     if d is None:
         picks = [next((a, b) for a, b in basins if a <= y <= b) for y in (-1e-13, 1e-13)]
-        return 0.5 * sum(_basin_mean_abs(m, v, a, b) for a, b in picks)
-    sd = 1.0 / math.sqrt(d)
-    x = np.linspace(max(-1.0, -12 * sd), min(1.0, 12 * sd), 4001)
-    w = start_density(d, x)
-    w /= w.sum()
+        parts = [(0.5, a, b) for a, b in picks]
+    else:
+        sd = 1.0 / math.sqrt(d)
+        x = np.linspace(max(-1.0, -12 * sd), min(1.0, 12 * sd), 4001)
+        w = start_density(d, x)
+        w /= w.sum()
+        parts = [(float(w[(x >= a) & (x < b)].sum()), a, b) for a, b in basins]
     out = 0.0
-    for a, b in basins:
-        mass = float(w[(x >= a) & (x < b)].sum())
+    for mass, a, b in parts:
         if mass > 1e-9:
-            out += mass * _basin_mean_abs(m, v, a, b)
+            got = _basin_mean_abs(m, v, a, b)
+            if got is None:
+                return settled_mean(m, v, d, 0)
+            out += mass * got
     return out
