@@ -114,7 +114,7 @@ def point(name: str, sign: str, law, d: int, runs: int, base: int,
 
 
 def critical(name: str, sign: str, law, d: int, runs: int, base: int,
-             min_steps: int = 0) -> dict:
+             min_steps: int = 0, draws: int | None = None) -> dict:
     """c_critical at d against the chain, per branch (the runs that go to +ξ, and for the fixed
     sign also those that go to −ξ): the law's largest c whose long-run mean |ρ| on the branch
     reaches the target (``c_critical_at(d, side)``, its "auto" method; the expansion's value
@@ -128,10 +128,11 @@ def critical(name: str, sign: str, law, d: int, runs: int, base: int,
     t0 = time.perf_counter()
     seed = point_seed(base, "critical", name, sign, d)
     out = {"kind": "critical", "config": name, "sign": sign, "d": d, "runs": runs,
-           "sides": {}, "seed": [base, "scaling_law", "critical", name, sign, d]}
+           "sides": {}, "seed": [base, "scaling_law", "critical", name, sign, d],
+           "draws": draws}
     m = law.model_at(d)
     sides = (1,) if sign == "random" else (1, -1)
-    ccs = {side: law.c_critical_at(d, side) for side in sides}
+    ccs = {side: law.c_critical_at(d, side, n_samples=draws) for side in sides}
     cexp = {side: law.c_critical_at(d, side, method="expansion") for side in sides}
     finite = [cc for cc in cexp.values() if 0.0 < cc < math.inf]
     # the time scale: the samples at 0.6 × the smallest critical c (reachable on every branch);
@@ -270,6 +271,9 @@ def main() -> None:
     ap.add_argument("--critical-min-steps", type=int, default=0,
                     help="at least this many steps per critical run (where the target is "
                          "reached in a few dozen steps the default window is too short)")
+    ap.add_argument("--critical-draws", type=int, default=None,
+                    help="draws of the exact one-step moments of the law's critical c "
+                         "(default: the configuration's n_samples)")
     ap.add_argument("--out", default="/work/notes/i29/scaling_bench.jsonl")
     ap.add_argument("--table-only", action="store_true")
     ap.add_argument("--critical-only", action="store_true", help="no samples points")
@@ -302,7 +306,7 @@ def main() -> None:
             if (name, sign) not in laws:
                 laws[name, sign] = _law(name, sign)
             row = critical(name, sign, laws[name, sign], int(float(d)), a.critical_runs,
-                           a.seed, a.critical_min_steps)
+                           a.seed, a.critical_min_steps, a.critical_draws)
             _append(out, row)
             print(json.dumps(row), flush=True)
     files = [Path(f) for f in filter(None, a.table_from.split(","))] + \
