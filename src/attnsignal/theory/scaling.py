@@ -364,8 +364,9 @@ class ScalingLaw:
 
     def c_critical_at(self, d: int, side: int = 0, method: str = "auto",
                       n_samples: int | None = None) -> float:
-        """The largest ``c`` at ``d`` whose long-run mean ``|ρ|`` reaches the target — over all
-        runs, or (``side = ±1``) on the branch to ``±ξ``.
+        """The largest constant ``c`` at ``d`` whose long-run mean ``|ρ|`` reaches the target —
+        over all runs, or (``side = ±1``) on the branch to ``±ξ`` (for either schedule: the
+        constant step's).
 
         method : "expansion" — the mean step to ``O(η²)`` and the noise's second-order shift
             (:meth:`settled_mean`), bisection on ``log c`` (relative tolerance 1e-4);
@@ -383,8 +384,10 @@ class ScalingLaw:
         if n_samples is not None:
             Integer(ge=100).check("n_samples", n_samples)
         key = (int(d), int(side), method, n_samples)
-        if key not in self._critical:  # the critical c does not depend on the law's c
-            self._critical[key] = self._c_critical(int(d), int(side), method, n_samples)
+        if key not in self._critical:  # the critical c depends on neither c nor the schedule
+            const = self if self.schedule == "constant" else replace(self, schedule="constant",
+                                                                      _laws={})
+            self._critical[key] = const._c_critical(int(d), int(side), method, n_samples)
         return self._critical[key]
 
     def _c_critical(self, d: int, side: int, method: str, n_samples: int | None) -> float:
