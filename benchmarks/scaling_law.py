@@ -238,17 +238,22 @@ def table(files: list[Path]) -> str:
             if "unreachable" in r:
                 lines.append(f"| {r['config']} | {r['sign']} | {r['d']:,} | — | — | — | "
                              f"not run: {r['unreachable']} | — | — | — |")
+            laws = {v.get("c_law") for v in r["sides"].values()}
+            one_basin = r["sign"] == "fixed" and len(r["sides"]) == 2 and len(laws) == 1
             for side, v in r["sides"].items():
+                # equal laws on both sides: the drift has one stable root and the runs from
+                # −0.9 cross to it — a start, not a branch
+                label = "+ξ" if side == "1" else ("−0.9 start, one root" if one_basin else "−ξ")
                 if "unreachable" in v:
                     lines.append(f"| {r['config']} | {r['sign']} | {r['d']:,} | "
-                                 f"{'+ξ' if side == '1' else '−ξ'} | — | {v['c_law']:.4g} | "
+                                 f"{label} | — | {v['c_law']:.4g} | "
                                  f"not run: {v['unreachable']} | — | — | — |")
                     continue
                 exp = v.get("c_law_expansion", v["c_law"])
                 q = (f"{v['c_chain_q3']:.4g} / {v['c_chain_q4']:.4g}" if "c_chain_q3" in v
                      else "—")
                 lines.append(f"| {r['config']} | {r['sign']} | {r['d']:,} | "
-                             f"{'+ξ' if side == '1' else '−ξ'} | {exp:.4g} | {v['c_law']:.4g} | "
+                             f"{label} | {exp:.4g} | {v['c_law']:.4g} | "
                              f"{v['c_chain']:.4g} [{v['lo']:.4g}, {v['hi']:.4g}] | "
                              f"{v['c_law'] / v['c_chain'] - 1:+.1%} | {q} | {v['steps']:,} |")
     return "\n".join(lines)
