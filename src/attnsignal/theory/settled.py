@@ -19,7 +19,9 @@ of ``η`` in the mean and variance of a step, and the noise's effect on where th
 all orders in the variance (the second-order shift of :func:`.escape.stationary_shift`
 diverges at a saddle-node; the grid chain does not); it neglects the step's third and higher
 cumulants (the normal kernel), which move the stationary mean at third order in the step's
-spread.
+spread. Where the step's spread is too small for the grid to resolve the stationary law, the
+stable root moved by the second-order shift is used instead. ``ScalingLaw.c_critical_at``
+(:mod:`.scaling`) uses it where the expansion in ``η`` fails.
 """
 
 from __future__ import annotations
