@@ -40,6 +40,7 @@ which drives their escape from ``ρ ≈ 0`` and which the law treats as Gaussian
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
@@ -379,7 +380,10 @@ class ScalingLaw:
             exact value otherwise (``docs/scaling.md``).
         n_samples : draws of the exact one-step moments (default: the law's, ``draws_at``);
             their Monte-Carlo error moves the exact value by a few per cent at 4 000 draws
-            where the gradient is heavy-tailed (``L = 5000``, ``β = 1``)."""
+            where the gradient is heavy-tailed (``L = 5000``, ``β = 1``).
+
+        Returns ``nan`` with a ``RuntimeWarning`` where the exact bisection cannot bracket the
+        crossing (four step tables from ``c₀/432`` to ``648 c₀``)."""
         _CRIT_METHOD.check("method", method)
         if n_samples is not None:
             Integer(ge=100).check("n_samples", n_samples)
@@ -478,6 +482,9 @@ class ScalingLaw:
                 mid = math.sqrt(lo * hi)
                 lo, hi = (mid, hi) if ok(mid) else (lo, mid)
             return lo
+        warnings.warn(f"c_critical_at(d={d}, method='exact'): the exact critical c was not "
+                      f"bracketed within [{lo_f * c0:.3g}, {hi_f * c0:.3g}] after four step "
+                      f"tables; returning nan", RuntimeWarning, stacklevel=3)
         return math.nan
 
     def c_optimal_at(self, d: int) -> float:
