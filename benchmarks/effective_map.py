@@ -84,7 +84,7 @@ def _stored_prediction(out: Path, index: int, final_pred: float) -> dict:
     return found[-1]
 
 
-def reverdict(result, compute: bool = True):
+def reverdict(result, compute: bool = True, costly_first: bool = False):
     """The map's table with each configuration's verdict, causes and diagnostic from the current
     code (module docstring); returns ``(table, recomputed indices, bit-identical count)``."""
     import math
@@ -99,7 +99,7 @@ def reverdict(result, compute: bool = True):
     table = result.table.copy()
     cost = table["ed_seconds"].fillna(0.0) + table["plan_cpu"].fillna(0.0)
     done, same = [], 0
-    for i in cost.sort_values().index:
+    for i in cost.sort_values(ascending=not costly_first).index:
         row = table.loc[i]
         index = int(row["index"])
         path = out / "reverdict" / f"c{index:03d}.json"
@@ -145,6 +145,9 @@ def main() -> int:
     ap.add_argument("--reverdict", nargs="?", const="all", choices=("all", "cached"),
                     help="the finished map's verdicts from the current diagnostic (no chain "
                          "runs): 'all' computes what is missing, 'cached' renders what is there")
+    ap.add_argument("--costly-first", action="store_true",
+                    help="with --reverdict: the costliest configurations first (a second "
+                         "process from the other end)")
     args, rest = ap.parse_known_args()
     if args.reverdict:
         return _reverdict_main(args)
@@ -188,7 +191,8 @@ def _reverdict_main(args) -> int:
     from attnsignal.validate.outputs import docs_section, plot_map, update_docs
 
     result = MapResult.load(args.out)
-    table, done, same = reverdict(result, compute=args.reverdict == "all")
+    table, done, same = reverdict(result, compute=args.reverdict == "all",
+                                  costly_first=args.costly_first)
     result = dataclasses.replace(result, table=table)
     s = result.summary()
     left = sorted(set(int(i) for i in table["index"]) - set(done))
@@ -202,7 +206,10 @@ def _reverdict_main(args) -> int:
         wall, cpu = sum(c["wall"] for c in computed), sum(c["cpu"] for c in computed)
         loads = [x for c in computed for x in (c["load_start"], c["load_end"])]
         section = docs_section(result, figure="figures/effective_map.png",
-                               command="python benchmarks/effective_map.py --docs",
+                               command=("python benchmarks/effective_map.py --docs "
+                                        f"--configs {len(table)} --seed {result.settings.seed} "
+                                        f"--runs {result.settings.runs} "
+                                        f"--budget {result.settings.budget:g}"),
                                box=BOX.describe(),
                                timing=(wall, cpu, os.cpu_count(), (min(loads), max(loads))))
         note = (f"\n\nVerdicts: the current diagnostic's, re-evaluated from the stored "
