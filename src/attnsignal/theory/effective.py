@@ -1050,8 +1050,8 @@ def discreteness_errors(table: MomentTable, p0: np.ndarray, z: np.ndarray, h: fl
     """The step's discreteness in the mean ``|ρ|`` at each record: the law evolved again from
     ``p0`` under :func:`_discrete_table` (the pooled moments corrected so that each step's
     flow matches the chain's discrete step) minus the prediction ``mean_abs``, in absolute
-    value (``docs/effective-dynamics.md``, "The diffusion approximation's error"). Zeros when
-    that evolution stops (block budget, non-finite moments)."""
+    value (``docs/effective-dynamics.md``, "The diffusion approximation's error"). NaN when
+    that evolution stops (block budget, non-finite moments): the error is then unknown."""
     logeta = np.log(eta_std)
     var_cum = np.concatenate([[0.0], np.cumsum(np.abs(np.diff(logeta)))])
     cum_eta = np.concatenate([[0.0], np.cumsum(eta_std)])
@@ -1063,7 +1063,7 @@ def discreteness_errors(table: MomentTable, p0: np.ndarray, z: np.ndarray, h: fl
     _evolve_one(p0.copy(), z, float(h), cum_eta, var_cum, ks_rec, _discrete_table(table), ref,
                 float(diffusion_scale), mb, False, np.empty((1, 1)), summ, rec_stats, stats)
     if stats[4] != 0:
-        return np.zeros(ks_rec.size)
+        return np.full(ks_rec.size, np.nan)
     return np.abs(summ[:, 1] - mean_abs)
 
 
@@ -1103,7 +1103,7 @@ def _diagnose(ed_mean_abs_se: np.ndarray, K: int, table: MomentTable, law: np.nd
         # at a record sees only that record's law), and the estimate omits how the dynamics
         # amplifies it: the running maximum, times a margin (docs, measured)
         per = _EDGEWORTH_FACTOR * np.maximum.accumulate(per) if per.size else per
-        if discrete is not None:
+        if discrete is not None and np.all(np.isfinite(discrete)):
             disc = float(np.max(discrete, initial=0.0))
             per = np.minimum(per + discrete, 1.0)
         approx = float(np.max(per, initial=0.0))
@@ -1114,6 +1114,9 @@ def _diagnose(ed_mean_abs_se: np.ndarray, K: int, table: MomentTable, law: np.nd
         if not np.isfinite(mc):
             causes.append("no replicate moment tables (replicates < 2): the Monte-Carlo "
                           "error is unknown")
+        if discrete is not None and not np.all(np.isfinite(discrete)):
+            causes.append("single steps shape the law and the step's discreteness could not be "
+                          "evaluated (its corrected evolution stopped)")
         if not table.converged:
             causes.append(f"the one-step moments did not reach rtol = {table.rtol} within "
                           f"{table.n_samples} draws a node")
