@@ -16,8 +16,9 @@ and the power of each comparison, and writes ``--json``.
 ``--docs`` writes the table and its summary between the markers ``one-step:begin`` /
 ``one-step:end`` of ``docs/effective-dynamics.md``; ``--from-json`` renders recorded runs
 without running them (``--heavy-only`` measures the extra configurations in a second process,
-whose record is rendered together with the first's). ``--json`` is rewritten after every configuration (a stopped run keeps
-what it measured).
+whose record is rendered together with the first's; ``--first I --configs J --heavy 0``
+measures configurations ``I … J−1`` alone, one process each if wanted). ``--json`` is rewritten
+after every configuration (a stopped run keeps what it measured).
 
 The points: ``ρ ∈ {0.15, 0.5, 0.9}`` (on the side the field points to at 0.5) and
 ``η ∈ {0.05, 0.5} × η_max``, ``η_max`` the largest constant step whose plateau stays above
@@ -158,7 +159,7 @@ def main() -> None:
         rec = dict(recs[0], rows=rows,
                    heavy=max(x["heavy"] for x in recs),
                    configs=max(x["configs"] for x in recs),
-                   seconds=max(x["seconds"] for x in recs))
+                   seconds=sum(x["seconds"] for x in recs))
         print(summary(rec["rows"]))
         if args.docs:
             write_docs(rec)
@@ -253,7 +254,8 @@ def write_docs(rec: dict) -> None:
              f"draw and {rec['heavy']} more with $\\beta \\ge 1$, $L \\ge 1000$, those measured "
              f"({len({r['config'] for r in rows})}; the summary below counts them); moment table "
              f"`rtol = {rec['rtol']:g}`; at least {rec['runs_min']:,} chain runs a point "
-             f"({rec['seconds'] / 60:.0f} min on 2 shared cores). Drift: table minus chain over "
+             f"({rec['seconds'] / 60:.0f} minutes, the measuring processes' wall times summed, "
+             "on 2 shared cores). Drift: table minus chain over "
              "their combined standard error ($z$); $z$ of $\\eta\\Phi'$: the same for the "
              "first-order drift (the check's power to see a finite-step error). Variance: "
              "table over chain, with the combined standard error of the ratio.", "",

@@ -57,8 +57,11 @@ few steps. The prediction's errors, and how :class:`Diagnostic` estimates each:
   are evolved separately; the spread of the ``K`` predictions gives the standard error of the
   pooled prediction (``mean_abs_stderr``, :meth:`EffectiveDynamics.quantile_stderr`);
 * the diffusion approximation: the third and fourth cumulants it drops, estimated from the
-  jump's skewness and excess kurtosis against the law's width, and their effect on the mean
-  ``|ρ|`` (:func:`approximation_errors`; an order-of-magnitude estimate, not a bound).
+  jump's skewness and excess kurtosis against the law's width and their effect on the mean
+  ``|ρ|`` (:func:`approximation_errors`; its running maximum over the records, times a measured
+  margin of 4 — an estimate, not a bound), plus, where single steps shape the law, the step's
+  discreteness: a block's flow over one step is not the chain's discrete step, and the law
+  evolved under moments corrected for it differs by :func:`discreteness_errors`.
 
 Measured against the chain engine: ``docs/effective-dynamics.md``.
 
@@ -99,7 +102,7 @@ __all__ = ["BlockBudgetExceeded", "Diagnostic", "EffectiveDynamics",
            "EffectiveDynamicsAccuracyError", "EffectiveDynamicsAccuracyWarning", "MomentTable",
            "OneStepMoments", "effective_dynamics", "grid_spacing", "max_grid_nodes",
            "moment_table", "one_step_moments", "schedule_etas", "record_schedule",
-           "check_pool_memory", "z_max", "within_tolerance", "approximation_errors",
+           "check_pool_memory", "z_max", "within_tolerance", "approximation_errors", "discreteness_errors",
            "check_effective_model", "check_grid_step", "MAX_D", "MAX_NODE_BLOCKS"]
 
 _BLOCK_SD = 0.05          # largest spread of a block from a node that carries mass (in z)
@@ -125,6 +128,14 @@ _FINEST = 4.0
 MAX_DIFFUSION_SCALE = 100.0
 #: the share of the tolerance the Monte-Carlo error may take before more draws are made
 _MC_SHARE = 0.5
+#: the share of single-step blocks above which the step's discreteness is evaluated
+#: (:func:`discreteness_errors`, one more evolution of the pooled table)
+_SINGLE_SHARE = 0.1
+#: the dropped cumulants' Edgeworth estimate (its running maximum over the records) is
+#: multiplied by this: it omits how the dynamics amplifies a jump's skewness after the step
+#: (``docs/effective-dynamics.md``, "The diffusion approximation's error": a measured factor
+#: 3.3 ± 0.9 where single steps shape the escape)
+_EDGEWORTH_FACTOR = 4.0
 #: the levels at which the replicates' quantiles are kept (:meth:`EffectiveDynamics.quantile_stderr`)
 _Q_LEVELS = np.linspace(0.0, 1.0, 101)
 
@@ -799,7 +810,10 @@ class Diagnostic:
         ``mc_error + approximation_error``
     stderr : the largest Monte-Carlo standard error of the mean ``|ρ|`` over the records
     mc_error : ``t_{0.975, K−1}`` times ``stderr`` (``K`` replicates)
-    approximation_error : the diffusion approximation's estimated error
+    approximation_error : the diffusion approximation's estimated error (the dropped
+        cumulants' and the step's discreteness, at the worst record)
+    discreteness_error : the step's discreteness alone (:func:`discreteness_errors`; 0 where
+        at most 10 % of the blocks are single steps)
     blocks, single_step_blocks : evolution blocks, and those that held a single step
     jump_to_width : the largest ratio of one step's standard deviation to the law's, over the
         nodes that carry 99 % of the mass
@@ -822,6 +836,7 @@ class Diagnostic:
     jump_kurtosis: float
     draws: int
     converged: bool
+    discreteness_error: float = 0.0
 
     @property
     def message(self) -> str:
@@ -841,7 +856,7 @@ class Diagnostic:
                 "single_step_blocks": self.single_step_blocks,
                 "jump_to_width": self.jump_to_width, "jump_skewness": self.jump_skewness,
                 "jump_kurtosis": self.jump_kurtosis, "draws": self.draws,
-                "converged": self.converged}
+                "converged": self.converged, "discreteness_error": self.discreteness_error}
 
 
 @dataclass(frozen=True, eq=False)
@@ -1005,10 +1020,61 @@ def approximation_errors(table: MomentTable, law: np.ndarray, z: np.ndarray,
     return out
 
 
+def _discrete_table(table: MomentTable) -> "_Poly":
+    """The table whose exponential-Euler flow over one step lands where the chain's discrete
+    step does, to first order in ``λ = ∂m/∂z``: ``m̃ = m/φ₁(λ)`` and ``ṽ = v/φ₁(2λ)``,
+    ``φ₁(x) = (eˣ − 1)/x`` (the evolution integrates ``dx/dk = m``, ``dP/dk = 2λP + v`` over a
+    block, which over one step gives ``z + m φ₁(λ)`` and ``v φ₁(2λ)``, not the step's ``z + m``
+    and ``v``). Its evolution against the pooled one is :func:`discreteness_errors`."""
+    zn = table.z_nodes
+    s2 = 1.0 / np.cosh(zn) ** 2
+    eta = table.etas[None, :]
+    first = eta * table.dphi_nodes[:, None]
+    m = eta * eta * table.a / s2[:, None] + first
+    lam = CubicSpline(zn, m, axis=0).derivative()(zn)
+
+    def phi1(x: np.ndarray) -> np.ndarray:
+        small = np.abs(x) < 1e-8
+        return np.where(small, 1.0 + 0.5 * x, np.expm1(np.minimum(x, 700.0))
+                        / np.where(small, 1.0, x))
+
+    a = ((m / phi1(lam) - first) * s2[:, None] / (eta * eta))
+    b = table.b / phi1(2.0 * lam)
+    return _Poly.of(table, np.ascontiguousarray(a), np.ascontiguousarray(b))
+
+
+def discreteness_errors(table: MomentTable, p0: np.ndarray, z: np.ndarray, h: float,
+                        eta_std: np.ndarray, ks_rec: np.ndarray, mean_abs: np.ndarray,
+                        diffusion_scale: float = 1.0,
+                        max_blocks: int | None = None) -> np.ndarray:
+    """The step's discreteness in the mean ``|ρ|`` at each record: the law evolved again from
+    ``p0`` under :func:`_discrete_table` (the pooled moments corrected so that each step's
+    flow matches the chain's discrete step) minus the prediction ``mean_abs``, in absolute
+    value (``docs/effective-dynamics.md``, "The diffusion approximation's error"). NaN when
+    that evolution stops (block budget, non-finite moments): the error is then unknown."""
+    logeta = np.log(eta_std)
+    var_cum = np.concatenate([[0.0], np.cumsum(np.abs(np.diff(logeta)))])
+    cum_eta = np.concatenate([[0.0], np.cumsum(eta_std)])
+    ref = _Poly.of(table)
+    summ = np.zeros((ks_rec.size, 2 + _Q_LEVELS.size))
+    rec_stats = np.zeros((ks_rec.size, 3))
+    stats = np.zeros(5)
+    mb = -1 if max_blocks is None else int(max_blocks)
+    _evolve_one(p0.copy(), z, float(h), cum_eta, var_cum, ks_rec, _discrete_table(table), ref,
+                float(diffusion_scale), mb, False, np.empty((1, 1)), summ, rec_stats, stats)
+    if stats[4] != 0:
+        return np.full(ks_rec.size, np.nan)
+    return np.abs(summ[:, 1] - mean_abs)
+
+
 def _diagnose(ed_mean_abs_se: np.ndarray, K: int, table: MomentTable, law: np.ndarray,
               z: np.ndarray, rec_stats: np.ndarray, stats: np.ndarray, etas_used: np.ndarray,
-              tolerance: float | None, rec_etas: np.ndarray | None = None) -> Diagnostic:
-    """The :class:`Diagnostic` of one evolution (module docstring, "Order and error")."""
+              tolerance: float | None, rec_etas: np.ndarray | None = None,
+              discrete: np.ndarray | None = None,
+              rec_steps: np.ndarray | None = None) -> Diagnostic:
+    """The :class:`Diagnostic` of one evolution (module docstring, "Order and error");
+    ``discrete``: :func:`discreteness_errors` at the records (None: not computed);
+    ``rec_steps``: the records' step indices (a record at step 0 is the exact start)."""
     se = float(np.nanmax(ed_mean_abs_se)) if np.any(np.isfinite(ed_mean_abs_se)) else math.nan
     tq = float(student_t.ppf(0.975, K - 1)) if K >= 2 else math.nan
     mc = tq * se if np.isfinite(se) else math.nan
@@ -1028,9 +1094,19 @@ def _diagnose(ed_mean_abs_se: np.ndarray, K: int, table: MomentTable, law: np.nd
         kurt = float(np.max(table.excess_kurtosis[np.ix_(visited, cols)]))
     blocks, single = int(stats[0]), int(stats[2])
     jw = float(np.max(rec_stats[:, 2])) if rec_stats.size else 0.0
-    approx = 0.0
+    approx = disc = 0.0
     if rec_etas is not None:
-        approx = float(np.max(approximation_errors(table, law, z, rec_etas), initial=0.0))
+        per = approximation_errors(table, law, z, rec_etas)
+        if rec_steps is not None:
+            per[np.asarray(rec_steps) == 0] = 0.0  # the start's law: nothing dropped yet
+        # what a step's skewness did to the law persists in the later records (the estimate
+        # at a record sees only that record's law), and the estimate omits how the dynamics
+        # amplifies it: the running maximum, times a margin (docs, measured)
+        per = _EDGEWORTH_FACTOR * np.maximum.accumulate(per) if per.size else per
+        if discrete is not None and np.all(np.isfinite(discrete)):
+            disc = float(np.max(discrete, initial=0.0))
+            per = np.minimum(per + discrete, 1.0)
+        approx = float(np.max(per, initial=0.0))
     mc0 = mc if np.isfinite(mc) else 0.0
     pred = mc0 + approx
     causes: list[str] = []
@@ -1038,6 +1114,9 @@ def _diagnose(ed_mean_abs_se: np.ndarray, K: int, table: MomentTable, law: np.nd
         if not np.isfinite(mc):
             causes.append("no replicate moment tables (replicates < 2): the Monte-Carlo "
                           "error is unknown")
+        if discrete is not None and not np.all(np.isfinite(discrete)):
+            causes.append("single steps shape the law and the step's discreteness could not be "
+                          "evaluated (its corrected evolution stopped)")
         if not table.converged:
             causes.append(f"the one-step moments did not reach rtol = {table.rtol} within "
                           f"{table.n_samples} draws a node")
@@ -1046,9 +1125,10 @@ def _diagnose(ed_mean_abs_se: np.ndarray, K: int, table: MomentTable, law: np.nd
                        f"{mc:.3g}; raise n_samples / max_samples")
             single_line = (f"; single steps shape the law ({single} of {blocks} blocks are "
                            "one step)" if blocks and single > 0.1 * blocks else "")
+            disc_line = (f" and the step's discreteness ({disc:.3g})" if disc > 0.0 else "")
             approx_line = (f"the diffusion approximation's error {approx:.3g}: the one-step "
                            f"jumps' skewness (up to {skew:.3g}) and excess kurtosis (up to "
-                           f"{kurt:.3g}) against the law's width{single_line}")
+                           f"{kurt:.3g}) against the law's width{disc_line}{single_line}")
             lines = [(mc0, mc_line), (approx, approx_line)]
             lines.sort(key=lambda t: -t[0])  # the larger part first; the other if it matters
             causes += [line for i, (part, line) in enumerate(lines)
@@ -1058,7 +1138,8 @@ def _diagnose(ed_mean_abs_se: np.ndarray, K: int, table: MomentTable, law: np.nd
                       predicted_error=float(pred), stderr=se, mc_error=mc,
                       approximation_error=approx, blocks=blocks, single_step_blocks=single,
                       jump_to_width=jw, jump_skewness=skew, jump_kurtosis=kurt,
-                      draws=int(table.n_samples), converged=bool(table.converged))
+                      draws=int(table.n_samples), converged=bool(table.converged),
+                      discreteness_error=disc)
 
 
 # --------------------------------------------------------------------------- entry point
@@ -1211,7 +1292,8 @@ def effective_dynamics(model: ModelConfig, step: Any, *, steps: int,
     while True:
         ev = _evolve_all(table, p, z, h, eta_std, ks_rec, diffusion_scale, max_blocks, steps)
         diag = _diagnose(ev.se_abs, ev.replicates, table, ev.law, z, ev.rec_stats,
-                         ev.stats, eta_std, tolerance, eta_std[np.maximum(ks_rec - 1, 0)])
+                         ev.stats, eta_std, tolerance, eta_std[np.maximum(ks_rec - 1, 0)],
+                         rec_steps=ks_rec)
         if (moments is not None or tolerance is None or not np.isfinite(diag.mc_error)
                 or diag.mc_error <= _MC_SHARE * tolerance):
             break
@@ -1222,6 +1304,13 @@ def effective_dynamics(model: ModelConfig, step: Any, *, steps: int,
         if bigger is table:
             break
         table = bigger
+    if tolerance is not None and ev.stats[2] > _SINGLE_SHARE * ev.stats[0]:
+        # single steps shape the law: the flow over a block is not the discrete step
+        disc = discreteness_errors(table, p, z, h, eta_std, ks_rec, ev.mean_abs,
+                                   diffusion_scale, max_blocks)
+        diag = _diagnose(ev.se_abs, ev.replicates, table, ev.law, z, ev.rec_stats, ev.stats,
+                         eta_std, tolerance, eta_std[np.maximum(ks_rec - 1, 0)], disc,
+                         ks_rec)
     t2 = time.perf_counter()
     ode_t = np.concatenate([[0.0], np.cumsum(etas)])[ks_rec]
     ed = EffectiveDynamics(
