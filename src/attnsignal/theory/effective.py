@@ -76,6 +76,7 @@ the random-sign variant is the reduced sampler's per-sample sign with the even `
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 import warnings
@@ -100,7 +101,8 @@ __all__ = ["BlockBudgetExceeded", "Diagnostic", "EffectiveDynamics",
            "OneStepMoments", "effective_dynamics", "grid_spacing", "max_grid_nodes",
            "moment_table", "one_step_moments", "schedule_etas", "record_schedule",
            "check_pool_memory", "z_max", "within_tolerance", "approximation_errors",
-           "check_effective_model", "check_grid_step", "MAX_D", "MAX_NODE_BLOCKS"]
+           "check_effective_model", "check_grid_step", "MAX_D", "MAX_NODE_BLOCKS",
+           "pooled_law"]
 
 _BLOCK_SD = 0.05          # largest spread of a block from a node that carries mass (in z)
 _ETA_CHANGE = 0.01        # largest relative change of η within a sub-block
@@ -1061,6 +1063,62 @@ def _diagnose(ed_mean_abs_se: np.ndarray, K: int, table: MomentTable, law: np.nd
                       draws=int(table.n_samples), converged=bool(table.converged))
 
 
+def _grid(zm: float, h: float) -> tuple[np.ndarray, float]:
+    """The symmetric ``z`` grid over ``[−zm, zm]`` (rounded out to a multiple of ``h``) and
+    its spacing, at most :data:`_MAX_GRID` nodes (``h`` widened to fit)."""
+    half = int(math.ceil(zm / h))
+    if 2 * half + 1 > _MAX_GRID:
+        half = (_MAX_GRID - 1) // 2
+        h = zm / half
+    return np.linspace(-half * h, half * h, 2 * half + 1), h
+
+
+def _initial_law(z: np.ndarray, h: float, d: int, z_start: float | None) -> np.ndarray:
+    """The start's law on the grid ``z``: the uniform start's density ``∝ sech^{d−1} z``, or
+    the point mass at ``z_start`` split linearly between its two nodes."""
+    G = z.size
+    z0 = float(z[0])
+    if z_start is None:
+        logp = (d - 1) * -np.log(np.cosh(z))
+        p = np.exp(logp - logp.max())
+    else:
+        p = np.zeros(G)
+        x = (min(max(z_start, z0), -z0) - z0) / h
+        i = min(int(math.floor(x)), G - 2)
+        f = x - i
+        p[i] += 1.0 - f
+        p[i + 1] += f
+    return p / p.sum()
+
+
+def pooled_law(model: ModelConfig, step: Any, table: MomentTable, record: Any, *,
+               initial_alignment: float | None = None, max_blocks: int | None = None
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(records, z grid, law at the records, mean |ρ| there)`` of :func:`effective_dynamics`
+    on the pooled moments of ``table`` alone (its replicates and the diagnostic skipped), for
+    callers that compare many schedules on one table and report only the best (the schedule
+    advisor): the same numbers as ``effective_dynamics(model, step, steps=record[-1],
+    record=record, moments=table without its replicates)`` gives as ``steps``, ``z_grid``,
+    ``law`` and ``mean_abs``, at the cost of one evolution. The caller checks its arguments
+    (no validation here); raises :class:`BlockBudgetExceeded` and ``FloatingPointError`` as
+    :func:`effective_dynamics`."""
+    ks_rec = np.asarray(record, dtype=np.int64)
+    steps = int(ks_rec[-1])
+    etas = schedule_etas(step, np.arange(steps, dtype=np.int64))
+    if etas.size == 0 or not np.all(np.isfinite(etas)) or np.any(etas <= 0):
+        raise ConfigError("step", "must give finite step sizes > 0", step)
+    z, h = _grid(float(table.z_nodes[-1]), grid_spacing(model.d))
+    z_start = None
+    if initial_alignment is not None:
+        z_start = float(np.arctanh(np.clip(initial_alignment, -1 + 1e-12, 1 - 1e-12)))
+    p = _initial_law(z, h, model.d, z_start)
+    pooled = table if table.replicate_a is None else dataclasses.replace(
+        table, replicate_a=None, replicate_b=None)
+    ev = _evolve_all(pooled, p, z, h, etas * model.noise_std ** 2, ks_rec, 1.0, max_blocks,
+                     steps)
+    return ks_rec, z, ev.law, ev.mean_abs
+
+
 # --------------------------------------------------------------------------- entry point
 
 
@@ -1172,14 +1230,8 @@ def effective_dynamics(model: ModelConfig, step: Any, *, steps: int,
         zm = z_max(model, float(eta_std.min()), batch, z_start, seed)
     else:
         zm = float(moments.z_nodes[-1])
-    h = grid_spacing(d) if grid_step is None else float(grid_step)
-    half = int(math.ceil(zm / h))
-    if 2 * half + 1 > _MAX_GRID:
-        half = (_MAX_GRID - 1) // 2
-        h = zm / half
-    G = 2 * half + 1
-    z = np.linspace(-half * h, half * h, G)
-    z0 = float(z[0])
+    z, h = _grid(zm, grid_spacing(d) if grid_step is None else float(grid_step))
+    G = z.size
     if ks_rec.size * G > _MAX_LAW:
         raise ConfigError("record", f"records × grid ({ks_rec.size} × {G}) must be <= "
                           f"{_MAX_LAW} doubles; record fewer steps", ks_rec.size)
@@ -1192,18 +1244,7 @@ def effective_dynamics(model: ModelConfig, step: Any, *, steps: int,
         table = moments
     t1 = time.perf_counter()
 
-    # ---- initial law
-    if initial_alignment is None:
-        logp = (d - 1) * -np.log(np.cosh(z))
-        p = np.exp(logp - logp.max())
-    else:
-        p = np.zeros(G)
-        x = (min(max(z_start, z0), -z0) - z0) / h
-        i = min(int(math.floor(x)), G - 2)
-        f = x - i
-        p[i] += 1.0 - f
-        p[i + 1] += f
-    p /= p.sum()
+    p = _initial_law(z, h, d, z_start)
 
     # ---- evolve the pooled table and each replicate (in parallel); with a tolerance, more
     # draws while the Monte-Carlo error of the prediction takes more than half of it
