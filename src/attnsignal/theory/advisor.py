@@ -43,8 +43,14 @@ the candidates). ``mean_path_samples`` is the time-optimal mean path alone (no s
 
 Cost and bounds
 ---------------
-One moment table serves every run. The candidates (the tuning's and the search's) evolve its
-pooled moments only — they are compared, not reported — on about 220 records (log-spaced over
+One moment table serves every run. It starts with ``n_samples`` draws at every node and is
+refined to the moments' ``rtol`` (:func:`~.moments.refine_table`) only at the nodes that the
+feedback schedule's law on those draws visits (mass above ``1e-6`` over ``4 k_path`` steps,
+with two nodes' margin): a node the laws never reach does not move a prediction, and the
+far ends of the grid, near ``|ρ| = 1``, are where the heavy-tailed jumps ask for the most
+draws. The candidates (the tuning's and the search's) evolve its pooled moments only
+(:func:`~.effective.pooled_law`: no replicate tables, no diagnostic) — they are compared,
+not reported — on about 220 records (log-spaced over
 the horizon, dense around the expected hit, where the hit is read by linear interpolation),
 and stop at 1.5× the best predicted steps so far (the tuning) or 1.3× (the search): a hit
 before the cut is the same number as over the full horizon. The advice and the optimal schedule
@@ -222,7 +228,8 @@ def advise_schedule(model: ModelConfig, target: float, *, batch: int = 1,
         final runs); the tuning and the search stop when it is used up (``Advice.notes`` says
         so). The feedback schedule's runs that set the moment table's draws come on top: one,
         and one more per extension of the table (at most four, to ``16 × n_samples``), each
-        with one retry over a longer horizon
+        with one retry over a longer horizon; so does the one pooled run of it on the starting
+        draws that chooses the nodes to refine (module docstring)
     max_blocks : each run's block budget (a candidate that needs more is discarded; the
         feedback schedule or the final runs needing more raise
         :class:`~attnsignal.theory.effective.BlockBudgetExceeded`, one line)
