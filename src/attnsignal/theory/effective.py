@@ -627,8 +627,9 @@ def _evolve_one(p: np.ndarray, zg: np.ndarray, h: float, cum_eta: np.ndarray,
                 summ: np.ndarray, rec_stats: np.ndarray, stats: np.ndarray) -> None:
     """Evolve the law ``p`` on the grid ``zg`` (spacing ``h``) through the blocks of the module
     docstring under the table ``poly`` (``ref``: its shared arrays); at the recorded steps
-    ``ks_rec`` write it into ``law`` (when ``keep_law``) and its :func:`_summaries` into
-    ``summ``. ``cum_eta``: prefix sums of the standardised steps; ``var_cum``: of
+    ``ks_rec`` write it into ``law`` when ``keep_law`` (the pooled table: its mean, mean
+    ``|ρ|`` and quantiles come from the law), else its :func:`_summaries` into ``summ`` (a
+    replicate: only these are kept). ``cum_eta``: prefix sums of the standardised steps; ``var_cum``: of
     ``|Δ log η|``. Per record, ``rec_stats`` gets (blocks, single-step blocks, largest ratio
     of one step's standard deviation to the law's over the heavy sources) since the previous
     record; ``stats``: (blocks, sub-blocks, single-step blocks, the step reached, status: 0,
@@ -649,7 +650,8 @@ def _evolve_one(p: np.ndarray, zg: np.ndarray, h: float, cum_eta: np.ndarray,
     if ks_rec[0] == 0:
         if keep_law:
             law[0] = p
-        _summaries(p, zg, _Q_LEVELS, summ[0])
+        else:
+            _summaries(p, zg, _Q_LEVELS, summ[0])
         rec_i = 1
     k = n_blocks = n_sub = n_single = status = 0
     while rec_i < ks_rec.size:
@@ -683,7 +685,8 @@ def _evolve_one(p: np.ndarray, zg: np.ndarray, h: float, cum_eta: np.ndarray,
         if k == k_rec:
             if keep_law:
                 law[rec_i] = p
-            _summaries(p, zg, _Q_LEVELS, summ[rec_i])
+            else:
+                _summaries(p, zg, _Q_LEVELS, summ[rec_i])
             rec_i += 1
     stats[:] = (n_blocks, n_sub, n_single, k, status)
 
@@ -692,8 +695,9 @@ def _evolve(p0: np.ndarray, z: np.ndarray, h: float, eta_std: np.ndarray, ks_rec
             polys: list[_Poly], diffusion_scale: float, max_blocks: int | None
             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The law at the records under the first table of ``polys`` and the records' summaries
-    under each (:func:`_evolve_one`, the tables on parallel threads): ``(law, summaries (T,
-    n_rec, 2 + levels), per-record stats (T, n_rec, 3), stats (T, 5))``."""
+    under each of the others (:func:`_evolve_one`, the tables on parallel threads): ``(law,
+    summaries (T, n_rec, 2 + levels; row 0 unused), per-record stats (T, n_rec, 3), stats (T,
+    5))``."""
     logeta = np.log(eta_std)
     var_cum = np.concatenate([[0.0], np.cumsum(np.abs(np.diff(logeta)))])
     cum_eta = np.concatenate([[0.0], np.cumsum(eta_std)])
