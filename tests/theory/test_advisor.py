@@ -125,3 +125,15 @@ def test_advise_command_refuses_too_small_a_budget_in_one_line(capsys):
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "max_evaluations" in err and "got 2" in err
 
+
+
+def test_searched_candidate_has_the_steps_of_its_tabulated_schedule():
+    """A search candidate (unvalidated, for speed) gives the same steps to the bit as the
+    TabulatedStep it becomes, in the table and in the tail."""
+    from attnsignal.theory.advisor import _knot_correction, tabulated_step
+
+    base = tabulated_step(0.02 * (1 + np.arange(300) / 50.0) ** -0.9,
+                          StepSize(eta0=0.003, k0=80.0, power=1.0))
+    cand = _knot_correction(base, 300.0, 400, np.array([0.1, -0.2, 0.3, 0.0, 0.2, -0.1]), 0.05)
+    ks = np.arange(1000)
+    assert np.array_equal(cand.eta(ks), cand.schedule().eta(ks))

@@ -536,12 +536,34 @@ def _as_tabulated(step: StepSize, n: int) -> TabulatedStep:
     return tabulated_step(step.eta(np.arange(n)), step.shifted(n))
 
 
+class _Candidate:
+    """A searched schedule before validation: ``η_k = etas[k]`` for ``k < n``, then ``tail``
+    shifted to start at ``n`` — :class:`~attnsignal.schedules.TabulatedStep`'s steps, to the
+    bit, without building one (its validation converts the table to a tuple and back: most of a
+    candidate's cost beside its evolution). :meth:`schedule` builds it for the winner."""
+
+    def __init__(self, etas: np.ndarray, tail: StepSize):
+        self.etas, self.tail = etas, tail
+
+    def eta(self, k: Any) -> np.ndarray:
+        kk = np.asarray(k, dtype=np.float64)  # as TabulatedStep.eta
+        n = self.etas.size
+        out = self.etas[np.minimum(kk, n - 1).astype(np.int64)]
+        after = kk >= n
+        if np.any(after):
+            out = np.where(after, self.tail.eta(np.where(after, kk - n, 0)), out)
+        return np.asarray(out, dtype=np.float64)
+
+    def schedule(self) -> TabulatedStep:
+        return tabulated_step(self.etas, self.tail)
+
+
 def _knot_correction(base: TabulatedStep, k_span: float, n: int, knots: np.ndarray,
-                     cap: float) -> TabulatedStep:
+                     cap: float) -> _Candidate:
     """``η_k = base.η_k · exp(g(log(1 + k)))``, ``g`` piecewise linear through ``knots`` (values
     at ``log(1 + k)`` equally spaced on ``[0, log(1 + k_span)]``, held at the last value
     beyond), capped at ``max(cap, base.η_k)``; tabulated for ``k < n``, then ``base``'s tail
-    scaled by ``exp(g_last)``."""
+    scaled by ``exp(g_last)`` (a :class:`_Candidate`)."""
     u = np.linspace(0.0, math.log1p(k_span), knots.size)
     ks = np.arange(n)
     eb = base.eta(ks)
@@ -553,7 +575,7 @@ def _knot_correction(base: TabulatedStep, k_span: float, n: int, knots: np.ndarr
         raise ValueError("the base schedule must have a power-law tail and n >= its table")
     c = math.exp(float(knots[-1]))
     shifted = tail.shifted(n - nb)
-    return tabulated_step(e, shifted.replace(eta0=c * shifted.eta0))
+    return _Candidate(e, shifted.replace(eta0=c * shifted.eta0))
 
 
 _SEARCH_KNOTS = 6
@@ -596,7 +618,7 @@ def _search(ev: "_Evaluator", base: TabulatedStep, base_k: float, horizon: int, 
                           initial_simplex=np.array(simplex)))
     if best[1] is None:
         return None
-    return best[0], best[1]
+    return best[0], best[1].schedule()
 
 
 def _optimal_policy(table: MomentTable, side: float
