@@ -82,13 +82,34 @@ def test_unreachable_or_bad_target_is_one_config_error():
         advise_schedule(MODEL, 0.01)  # below the start's mean |ρ|
 
 
-def test_advisor_stops_at_its_evaluation_budget_and_says_so():
+def test_advisor_stops_at_its_evaluation_budget_and_says_so(monkeypatch):
     """At most ``max_evaluations`` effective-dynamics runs; when the tuning and search would
     need more, they end there and ``notes`` says so in one line; too small a budget is refused
-    before any work (one ConfigError naming the field)."""
+    before any work (one ConfigError naming the field). The candidates are compared on the
+    pooled moments alone: replicate tables are evolved, and the diagnostic computed, only for
+    the runs that are reported or that set the table's draws (the final runs and the
+    calibration), never per candidate."""
+    import attnsignal.theory.effective as eff
+
+    calls = {"replicates": 0, "pooled": 0, "diagnose": 0}
+    evolve_all, diagnose = eff._evolve_all, eff._diagnose
+
+    def counted_evolve(table, *a, **k):
+        calls["replicates" if table.replicate_a is not None else "pooled"] += 1
+        return evolve_all(table, *a, **k)
+
+    def counted_diagnose(*a, **k):
+        calls["diagnose"] += 1
+        return diagnose(*a, **k)
+
+    monkeypatch.setattr(eff, "_evolve_all", counted_evolve)
+    monkeypatch.setattr(eff, "_diagnose", counted_diagnose)
     seen = []
     adv = advise_schedule(SMALL, 0.9, n_samples=200, max_evaluations=4,
                           progress=lambda k, n: seen.append((k, n)))
+    finals = 1 if adv.optimal_dynamics is adv.dynamics else 2
+    assert calls["replicates"] == calls["diagnose"] == adv.calibration + finals, calls
+    assert calls["pooled"] >= adv.evaluations - finals > 0, (calls, adv.evaluations)
     assert adv.evaluations <= 4 and seen[-1] == (adv.evaluations, 4)
     assert [k for k, _ in seen] == list(range(1, adv.evaluations + 1))
     assert any("evaluation budget" in n for n in adv.notes), adv.notes
@@ -103,3 +124,16 @@ def test_advise_command_refuses_too_small_a_budget_in_one_line(capsys):
     assert main(["advise", "--max-evaluations", "2"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "max_evaluations" in err and "got 2" in err
+
+
+
+def test_searched_candidate_has_the_steps_of_its_tabulated_schedule():
+    """A search candidate (unvalidated, for speed) gives the same steps to the bit as the
+    TabulatedStep it becomes, in the table and in the tail."""
+    from attnsignal.theory.advisor import _knot_correction, tabulated_step
+
+    base = tabulated_step(0.02 * (1 + np.arange(300) / 50.0) ** -0.9,
+                          StepSize(eta0=0.003, k0=80.0, power=1.0))
+    cand = _knot_correction(base, 300.0, 400, np.array([0.1, -0.2, 0.3, 0.0, 0.2, -0.1]), 0.05)
+    ks = np.arange(1000)
+    assert np.array_equal(cand.eta(ks), cand.schedule().eta(ks))

@@ -403,3 +403,44 @@ def test_the_discreteness_error_is_the_flow_against_the_discrete_step():
             assert a.std() / math.sqrt(n) < 0.15 * d.discreteness_error
     assert 0.5 * max(gap) <= d.discreteness_error <= 2.0 * max(gap)
     assert d.approximation_error >= d.discreteness_error > 0
+
+
+def test_pooled_law_is_effective_dynamics_on_the_pooled_table():
+    """The advisor's fast path (pooled moments only, no replicates, no diagnostic) gives the
+    same records, grid, law and mean |ρ| to the bit as the full effective dynamics on the
+    table without its replicates, from a uniform start and from a point mass."""
+    import dataclasses
+
+    from attnsignal.theory.effective import moment_table, pooled_law
+
+    model = ModelConfig(d=30, n_informative=6, n_nuisance=14, theta=0.8)
+    step = StepSize(eta0=0.05, k0=100.0, power=0.8)
+    table = moment_table(model, 0.01, 0.05, n_samples=200, seed=3, replicates=4, rtol=None)
+    bare = dataclasses.replace(table, replicate_a=None, replicate_b=None)
+    rec = [0, 3, 10, 40, 200]
+    for rho0 in (None, -0.3):
+        ed = effective_dynamics(model, step, steps=rec[-1], record=rec, moments=bare,
+                                initial_alignment=rho0, tolerance=None)
+        ks, z, law, mean_abs = pooled_law(model, step, table, rec, initial_alignment=rho0)
+        assert np.array_equal(ks, ed.steps) and np.array_equal(z, ed.z_grid)
+        assert np.array_equal(law, ed.law) and np.array_equal(mean_abs, ed.mean_abs)
+
+
+def test_refined_table_matches_the_built_one_and_keeps_its_scope():
+    """``refine_table`` over every node continues the same stream as ``moment_table`` with
+    ``rtol`` (the same table to the bit); over a few nodes it adds draws there alone and says
+    whether those met ``rtol``."""
+    from attnsignal.theory.moments import moment_table, refine_table
+
+    model = ModelConfig(d=30, n_informative=6, n_nuisance=14, theta=0.8, beta=1.5)
+    kw = dict(n_samples=200, seed=5, replicates=4, z_max=3.0)
+    built = moment_table(model, 0.01, 0.05, rtol=0.05, **kw)
+    start = moment_table(model, 0.01, 0.05, rtol=None, **kw)
+    every = refine_table(start, np.ones(start.z_nodes.size, dtype=bool), 0.05)
+    for f in ("a", "b", "replicate_a", "replicate_b", "draws", "stderr_b"):
+        assert np.array_equal(getattr(every, f), getattr(built, f)), f
+    assert every.converged == built.converged
+    scope = np.abs(start.z_nodes) <= 0.5
+    some = refine_table(start, scope, 0.05)
+    assert np.all(some.draws[~scope] == start.draws[~scope])
+    assert np.all(some.draws[scope] >= start.draws[scope])

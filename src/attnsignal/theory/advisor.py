@@ -43,8 +43,14 @@ the candidates). ``mean_path_samples`` is the time-optimal mean path alone (no s
 
 Cost and bounds
 ---------------
-One moment table serves every run. The candidates (the tuning's and the search's) evolve its
-pooled moments only — they are compared, not reported — on about 220 records (log-spaced over
+One moment table serves every run. It starts with ``n_samples`` draws at every node and is
+refined to the moments' ``rtol`` (:func:`~.moments.refine_table`) only at the nodes that the
+feedback schedule's law on those draws visits (mass above ``1e-6`` over ``4 k_path`` steps,
+with two nodes' margin): a node the laws never reach does not move a prediction, and the
+far ends of the grid, near ``|ρ| = 1``, are where the heavy-tailed jumps ask for the most
+draws. The candidates (the tuning's and the search's) evolve its pooled moments only
+(:func:`~.effective.pooled_law`: no replicate tables, no diagnostic) — they are compared,
+not reported — on about 220 records (log-spaced over
 the horizon, dense around the expected hit, where the hit is read by linear interpolation),
 and stop at 1.5× the best predicted steps so far (the tuning) or 1.3× (the search): a hit
 before the cut is the same number as over the full horizon. The advice and the optimal schedule
@@ -60,7 +66,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
@@ -72,9 +78,10 @@ from ..config import ConfigError, ModelConfig, StepSize
 from ..schedules import TabulatedStep
 from ..validation import Boolean, Integer, Optional, Real, validated
 from ._checks import BATCH, MODEL, RHO0, SEED, TARGET, UPDATE
+from .moments import NODE_DZ, refine_table
 from .effective import (BlockBudgetExceeded, EffectiveDynamics, MomentTable, _z_max,
                         check_effective_model, effective_dynamics, moment_table,
-                        within_tolerance)
+                        pooled_law, within_tolerance)
 from .finite_step import second_order_coefficient
 from .landscape import landscape
 
@@ -151,7 +158,7 @@ class Advice:
         return "\n".join([*lines, *self.notes])
 
 
-def _hit(ed: EffectiveDynamics, target: float) -> float:
+def _hit(ed: EffectiveDynamics | _Pooled, target: float) -> float:
     """Step at which the predicted mean |ρ| first reaches ``target`` (linear interpolation
     between records); inf if never."""
     y = ed.mean_abs
@@ -164,6 +171,15 @@ def _hit(ed: EffectiveDynamics, target: float) -> float:
     k0, k1 = float(ed.steps[i - 1]), float(ed.steps[i])
     f = (target - y[i - 1]) / max(y[i] - y[i - 1], 1e-300)
     return k0 + f * (k1 - k0)
+
+
+@dataclass(frozen=True, eq=False)
+class _Pooled:
+    """A candidate's prediction: the records and the mean ``|ρ|`` there, on the pooled
+    moments (:func:`~.effective.pooled_law`)."""
+
+    steps: np.ndarray
+    mean_abs: np.ndarray
 
 
 def _records(steps: int, focus: float | None = None) -> list[int]:
@@ -212,7 +228,8 @@ def advise_schedule(model: ModelConfig, target: float, *, batch: int = 1,
         final runs); the tuning and the search stop when it is used up (``Advice.notes`` says
         so). The feedback schedule's runs that set the moment table's draws come on top: one,
         and one more per extension of the table (at most four, to ``16 × n_samples``), each
-        with one retry over a longer horizon
+        with one retry over a longer horizon; so does the one pooled run of it on the starting
+        draws that chooses the nodes to refine (module docstring)
     max_blocks : each run's block budget (a candidate that needs more is discarded; the
         feedback schedule or the final runs needing more raise
         :class:`~attnsignal.theory.effective.BlockBudgetExceeded`, one line)
@@ -252,35 +269,20 @@ def advise_schedule(model: ModelConfig, target: float, *, batch: int = 1,
     eta_lo = max(float(est.min()) / 3.0, eta_hi * 1e-4)
     s2 = model.noise_std ** 2
     z_max = max(_z_max(model, eta_lo * s2, batch, None, seed), float(np.arctanh(rho_end)) + 1.0)
+    # the table with its starting draws everywhere, refined to the moments' tolerance at the
+    # nodes that the feedback schedule's law (on those draws) visits, with a margin
     table = moment_table(model, eta_lo, eta_hi, batch=batch, update=update,
-                         z_max=min(z_max, 9.0), n_samples=n_samples, seed=seed)
-
-    # ---- time-optimal feedback η*(z) on the moment nodes (standardised steps)
-    z_path, eta_star_std, m_star = _optimal_policy(table, side)
+                         z_max=min(z_max, 9.0), n_samples=n_samples, seed=seed, rtol=None)
     z0 = side * float(np.arctanh(max(r0, 1e-6)))
     z1 = side * float(np.arctanh(rho_end))
-    sel = (z_path >= min(z0, z1) - 0.5) & (z_path <= max(z0, z1) + 0.5)
-    ms = CubicSpline(z_path, m_star)
-    es = CubicSpline(z_path, np.log(eta_star_std))
-    zf = np.linspace(z0, z1, 4001)
-    speed = side * ms(zf)
-    if np.any(speed <= 0):
-        bad = float(np.tanh(zf[np.argmax(speed <= 0)]))
-        raise ConfigError("target", f"is not reached by the mean dynamics: it stalls near "
-                          f"rho = {bad:.4g} for every step size", target)
-    dk = np.abs(np.diff(zf)) * 0.5 * (1.0 / speed[1:] + 1.0 / speed[:-1])
-    kz = np.concatenate([[0.0], np.cumsum(dk)])
-    k_path = int(math.ceil(kz[-1]))
-    ks = np.arange(k_path + 1)
-    z_at_k = np.interp(ks, kz, zf)
-    etas = np.exp(es(z_at_k)) / s2
-    del sel
-    # tail: η_last (1 + j/k1)^(−1), slope matched over the last 10 % of the table
-    n10 = max(2, k_path // 10)
-    slope = (math.log(etas[-1]) - math.log(etas[-n10])) / (n10 - 1)
-    k1 = float(min(max(-1.0 / slope if slope < 0 else k_path, 1.0), 1e9))
-    tail = StepSize(eta0=float(etas[-1]), k0=k1, power=1.0)
-    optimal = tabulated_step(etas[:-1], tail)
+    try:
+        optimal, k_path, *_ = _feedback_schedule(table, side, z0, z1, s2, target)
+        scope = _visited(model, optimal, table, max(4 * k_path, 1000), initial_alignment,
+                         max_blocks)
+    except (ConfigError, FloatingPointError):  # the starting draws' noise: refine everywhere
+        scope = np.ones(table.z_nodes.size, dtype=bool)
+    table = refine_table(table, scope)
+    optimal, k_path, zf, kz, z_at_k, etas = _feedback_schedule(table, side, z0, z1, s2, target)
 
     ev = _Evaluator(model, target, table, initial_alignment=initial_alignment, batch=batch,
                     update=update, seed=seed, n_samples=n_samples, budget=max_evaluations,
@@ -311,11 +313,16 @@ def advise_schedule(model: ModelConfig, target: float, *, batch: int = 1,
     kk = np.arange(max(k_fit, 2))
     le = np.log(optimal.eta(kk))
 
-    def resid(p: np.ndarray) -> float:
+    def resid(p: np.ndarray) -> tuple[float, np.ndarray]:
+        # the mean squared residual and its gradient (one pass over the steps a call)
         l0, lk0, pw = p
-        return float(np.mean((le - (l0 - pw * np.log1p(kk / math.exp(lk0)))) ** 2))
+        u = kk / math.exp(lk0)
+        g = np.log1p(u)
+        r = le - l0 + pw * g
+        grad = [-2.0 * np.mean(r), -2.0 * pw * np.mean(r * u / (1.0 + u)), 2.0 * np.mean(r * g)]
+        return float(np.mean(r * r)), np.array(grad)
 
-    best = min((minimize(resid, [le[0], math.log(max(k_fit, 2) / 10 * f), 0.75],
+    best = min((minimize(resid, [le[0], math.log(max(k_fit, 2) / 10 * f), 0.75], jac=True,
                          bounds=[(le[0] - 3, le[0] + 3), (0.0, math.log(1e9)), (0.51, 1.0)],
                          method="L-BFGS-B") for f in (0.1, 1.0, 10.0)), key=lambda r: r.fun)
     params = best.x
@@ -392,6 +399,55 @@ def advise_schedule(model: ModelConfig, target: float, *, batch: int = 1,
 
 
 
+def _feedback_schedule(table: MomentTable, side: float, z0: float, z1: float, s2: float,
+                       target: float) -> tuple[TabulatedStep, int, np.ndarray, np.ndarray,
+                                               np.ndarray, np.ndarray]:
+    """The time-optimal feedback ``η*(z)`` on the table's nodes along the mean path from ``z0``
+    to ``z1`` (module docstring), tabulated with its ``1/k`` tail: ``(schedule, steps of the
+    path, z along it, steps to each z, z at each step, η at each step)``. Raises ConfigError
+    (field ``target``) when the mean dynamics stalls on the way."""
+    z_path, eta_star_std, m_star = _optimal_policy(table, side)
+    ms = CubicSpline(z_path, m_star)
+    es = CubicSpline(z_path, np.log(eta_star_std))
+    zf = np.linspace(z0, z1, 4001)
+    speed = side * ms(zf)
+    if np.any(speed <= 0):
+        bad = float(np.tanh(zf[np.argmax(speed <= 0)]))
+        raise ConfigError("target", f"is not reached by the mean dynamics: it stalls near "
+                          f"rho = {bad:.4g} for every step size", target)
+    dk = np.abs(np.diff(zf)) * 0.5 * (1.0 / speed[1:] + 1.0 / speed[:-1])
+    kz = np.concatenate([[0.0], np.cumsum(dk)])
+    k_path = int(math.ceil(kz[-1]))
+    ks = np.arange(k_path + 1)
+    z_at_k = np.interp(ks, kz, zf)
+    etas = np.exp(es(z_at_k)) / s2
+    # tail: η_last (1 + j/k1)^(−1), slope matched over the last 10 % of the table
+    n10 = max(2, k_path // 10)
+    slope = (math.log(etas[-1]) - math.log(etas[-n10])) / (n10 - 1)
+    k1 = float(min(max(-1.0 / slope if slope < 0 else k_path, 1.0), 1e9))
+    tail = StepSize(eta0=float(etas[-1]), k0=k1, power=1.0)
+    optimal = tabulated_step(etas[:-1], tail)
+    return optimal, k_path, zf, kz, z_at_k, etas
+
+
+def _visited(model: ModelConfig, schedule: Any, table: MomentTable, horizon: int,
+             initial_alignment: float | None, max_blocks: int | None) -> np.ndarray:
+    """The moment nodes within ``2·NODE_DZ`` of where the law under ``schedule`` (the pooled
+    moments of ``table``, ``horizon`` steps, 120 log-spaced records) holds mass above
+    ``1e-6``: the nodes whose moments shape the advisor's predictions (every node if that
+    evolution exceeds ``max_blocks``)."""
+    try:
+        _, z, law, _ = pooled_law(model, schedule, table, _records(horizon),
+                                  initial_alignment=initial_alignment, max_blocks=max_blocks)
+    except BlockBudgetExceeded:
+        return np.ones(table.z_nodes.size, dtype=bool)
+    where = z[law.max(axis=0) > 1e-6]
+    if where.size == 0:
+        return np.ones(table.z_nodes.size, dtype=bool)
+    zn = table.z_nodes
+    return (zn >= where.min() - 2 * NODE_DZ) & (zn <= where.max() + 2 * NODE_DZ)
+
+
 class _Evaluator:
     """The effective dynamics of candidate schedules on one moment table, counted against the
     evaluation budget. Candidates evolve the pooled table alone (no replicates, no diagnostic:
@@ -415,8 +471,6 @@ class _Evaluator:
     def use(self, table: MomentTable) -> None:
         """Evaluate on ``table`` from now on (its pooled moments for the candidates)."""
         self.table = table
-        self.pooled = (table if table.replicates == 0 else
-                       replace(table, replicate_a=None, replicate_b=None))
 
     def remaining(self) -> int:
         return self.budget - self.count
@@ -446,13 +500,16 @@ class _Evaluator:
         self.count += counted
         self.calibration += not counted
         try:
-            with warnings.catch_warnings():
-                if not final:
-                    warnings.simplefilter("ignore")
+            if final:
                 ed = effective_dynamics(self.model, step, steps=rec[-1], record=rec,
-                                        moments=self.table if final else self.pooled,
-                                        tolerance=self.tolerance if final else None,
+                                        moments=self.table, tolerance=self.tolerance,
                                         **self.kw)
+            else:  # compared, not reported: the pooled moments alone, no diagnostic
+                ks, _, _, mean_abs = pooled_law(
+                    self.model, step, self.table, rec,
+                    initial_alignment=self.kw["initial_alignment"],
+                    max_blocks=self.kw["max_blocks"])
+                ed = _Pooled(ks, mean_abs)
         except BlockBudgetExceeded:
             if final:
                 raise
@@ -479,12 +536,34 @@ def _as_tabulated(step: StepSize, n: int) -> TabulatedStep:
     return tabulated_step(step.eta(np.arange(n)), step.shifted(n))
 
 
+class _Candidate:
+    """A searched schedule before validation: ``η_k = etas[k]`` for ``k < n``, then ``tail``
+    shifted to start at ``n`` — :class:`~attnsignal.schedules.TabulatedStep`'s steps, to the
+    bit, without building one (its validation converts the table to a tuple and back: most of a
+    candidate's cost beside its evolution). :meth:`schedule` builds it for the winner."""
+
+    def __init__(self, etas: np.ndarray, tail: StepSize):
+        self.etas, self.tail = etas, tail
+
+    def eta(self, k: Any) -> np.ndarray:
+        kk = np.asarray(k, dtype=np.float64)  # as TabulatedStep.eta
+        n = self.etas.size
+        out = self.etas[np.minimum(kk, n - 1).astype(np.int64)]
+        after = kk >= n
+        if np.any(after):
+            out = np.where(after, self.tail.eta(np.where(after, kk - n, 0)), out)
+        return np.asarray(out, dtype=np.float64)
+
+    def schedule(self) -> TabulatedStep:
+        return tabulated_step(self.etas, self.tail)
+
+
 def _knot_correction(base: TabulatedStep, k_span: float, n: int, knots: np.ndarray,
-                     cap: float) -> TabulatedStep:
+                     cap: float) -> _Candidate:
     """``η_k = base.η_k · exp(g(log(1 + k)))``, ``g`` piecewise linear through ``knots`` (values
     at ``log(1 + k)`` equally spaced on ``[0, log(1 + k_span)]``, held at the last value
     beyond), capped at ``max(cap, base.η_k)``; tabulated for ``k < n``, then ``base``'s tail
-    scaled by ``exp(g_last)``."""
+    scaled by ``exp(g_last)`` (a :class:`_Candidate`)."""
     u = np.linspace(0.0, math.log1p(k_span), knots.size)
     ks = np.arange(n)
     eb = base.eta(ks)
@@ -496,7 +575,7 @@ def _knot_correction(base: TabulatedStep, k_span: float, n: int, knots: np.ndarr
         raise ValueError("the base schedule must have a power-law tail and n >= its table")
     c = math.exp(float(knots[-1]))
     shifted = tail.shifted(n - nb)
-    return tabulated_step(e, shifted.replace(eta0=c * shifted.eta0))
+    return _Candidate(e, shifted.replace(eta0=c * shifted.eta0))
 
 
 _SEARCH_KNOTS = 6
@@ -539,7 +618,7 @@ def _search(ev: "_Evaluator", base: TabulatedStep, base_k: float, horizon: int, 
                           initial_simplex=np.array(simplex)))
     if best[1] is None:
         return None
-    return best[0], best[1]
+    return best[0], best[1].schedule()
 
 
 def _optimal_policy(table: MomentTable, side: float

@@ -79,6 +79,7 @@ the random-sign variant is the reduced sampler's per-sample sign with the even `
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 import warnings
@@ -102,8 +103,9 @@ __all__ = ["BlockBudgetExceeded", "Diagnostic", "EffectiveDynamics",
            "EffectiveDynamicsAccuracyError", "EffectiveDynamicsAccuracyWarning", "MomentTable",
            "OneStepMoments", "effective_dynamics", "grid_spacing", "max_grid_nodes",
            "moment_table", "one_step_moments", "schedule_etas", "record_schedule",
-           "check_pool_memory", "z_max", "within_tolerance", "approximation_errors", "discreteness_errors",
-           "check_effective_model", "check_grid_step", "MAX_D", "MAX_NODE_BLOCKS"]
+           "check_pool_memory", "z_max", "within_tolerance", "approximation_errors",
+           "discreteness_errors", "check_effective_model", "check_grid_step", "MAX_D",
+           "MAX_NODE_BLOCKS", "pooled_law"]
 
 _BLOCK_SD = 0.05          # largest spread of a block from a node that carries mass (in z)
 _ETA_CHANGE = 0.01        # largest relative change of η within a sub-block
@@ -636,8 +638,9 @@ def _evolve_one(p: np.ndarray, zg: np.ndarray, h: float, cum_eta: np.ndarray,
                 summ: np.ndarray, rec_stats: np.ndarray, stats: np.ndarray) -> None:
     """Evolve the law ``p`` on the grid ``zg`` (spacing ``h``) through the blocks of the module
     docstring under the table ``poly`` (``ref``: its shared arrays); at the recorded steps
-    ``ks_rec`` write it into ``law`` (when ``keep_law``) and its :func:`_summaries` into
-    ``summ``. ``cum_eta``: prefix sums of the standardised steps; ``var_cum``: of
+    ``ks_rec`` write it into ``law`` when ``keep_law`` (the pooled table: its mean, mean
+    ``|ρ|`` and quantiles come from the law), else its :func:`_summaries` into ``summ`` (a
+    replicate: only these are kept). ``cum_eta``: prefix sums of the standardised steps; ``var_cum``: of
     ``|Δ log η|``. Per record, ``rec_stats`` gets (blocks, single-step blocks, largest ratio
     of one step's standard deviation to the law's over the heavy sources) since the previous
     record; ``stats``: (blocks, sub-blocks, single-step blocks, the step reached, status: 0,
@@ -658,7 +661,8 @@ def _evolve_one(p: np.ndarray, zg: np.ndarray, h: float, cum_eta: np.ndarray,
     if ks_rec[0] == 0:
         if keep_law:
             law[0] = p
-        _summaries(p, zg, _Q_LEVELS, summ[0])
+        else:
+            _summaries(p, zg, _Q_LEVELS, summ[0])
         rec_i = 1
     k = n_blocks = n_sub = n_single = status = 0
     while rec_i < ks_rec.size:
@@ -692,7 +696,8 @@ def _evolve_one(p: np.ndarray, zg: np.ndarray, h: float, cum_eta: np.ndarray,
         if k == k_rec:
             if keep_law:
                 law[rec_i] = p
-            _summaries(p, zg, _Q_LEVELS, summ[rec_i])
+            else:
+                _summaries(p, zg, _Q_LEVELS, summ[rec_i])
             rec_i += 1
     stats[:] = (n_blocks, n_sub, n_single, k, status)
 
@@ -701,8 +706,9 @@ def _evolve(p0: np.ndarray, z: np.ndarray, h: float, eta_std: np.ndarray, ks_rec
             polys: list[_Poly], diffusion_scale: float, max_blocks: int | None
             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The law at the records under the first table of ``polys`` and the records' summaries
-    under each (:func:`_evolve_one`, the tables on parallel threads): ``(law, summaries (T,
-    n_rec, 2 + levels), per-record stats (T, n_rec, 3), stats (T, 5))``."""
+    under each of the others (:func:`_evolve_one`, the tables on parallel threads): ``(law,
+    summaries (T, n_rec, 2 + levels; row 0 unused), per-record stats (T, n_rec, 3), stats (T,
+    5))``."""
     logeta = np.log(eta_std)
     var_cum = np.concatenate([[0.0], np.cumsum(np.abs(np.diff(logeta)))])
     cum_eta = np.concatenate([[0.0], np.cumsum(eta_std)])
@@ -1142,6 +1148,62 @@ def _diagnose(ed_mean_abs_se: np.ndarray, K: int, table: MomentTable, law: np.nd
                       discreteness_error=disc)
 
 
+def _grid(zm: float, h: float) -> tuple[np.ndarray, float]:
+    """The symmetric ``z`` grid over ``[−zm, zm]`` (rounded out to a multiple of ``h``) and
+    its spacing, at most :data:`_MAX_GRID` nodes (``h`` widened to fit)."""
+    half = int(math.ceil(zm / h))
+    if 2 * half + 1 > _MAX_GRID:
+        half = (_MAX_GRID - 1) // 2
+        h = zm / half
+    return np.linspace(-half * h, half * h, 2 * half + 1), h
+
+
+def _initial_law(z: np.ndarray, h: float, d: int, z_start: float | None) -> np.ndarray:
+    """The start's law on the grid ``z``: the uniform start's density ``∝ sech^{d−1} z``, or
+    the point mass at ``z_start`` split linearly between its two nodes."""
+    G = z.size
+    z0 = float(z[0])
+    if z_start is None:
+        logp = (d - 1) * -np.log(np.cosh(z))
+        p = np.exp(logp - logp.max())
+    else:
+        p = np.zeros(G)
+        x = (min(max(z_start, z0), -z0) - z0) / h
+        i = min(int(math.floor(x)), G - 2)
+        f = x - i
+        p[i] += 1.0 - f
+        p[i + 1] += f
+    return p / p.sum()
+
+
+def pooled_law(model: ModelConfig, step: Any, table: MomentTable, record: Any, *,
+               initial_alignment: float | None = None, max_blocks: int | None = None
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(records, z grid, law at the records, mean |ρ| there)`` of :func:`effective_dynamics`
+    on the pooled moments of ``table`` alone (its replicates and the diagnostic skipped), for
+    callers that compare many schedules on one table and report only the best (the schedule
+    advisor): the same numbers as ``effective_dynamics(model, step, steps=record[-1],
+    record=record, moments=table without its replicates)`` gives as ``steps``, ``z_grid``,
+    ``law`` and ``mean_abs``, at the cost of one evolution. The caller checks its arguments
+    (no validation here); raises :class:`BlockBudgetExceeded` and ``FloatingPointError`` as
+    :func:`effective_dynamics`."""
+    ks_rec = np.asarray(record, dtype=np.int64)
+    steps = int(ks_rec[-1])
+    etas = schedule_etas(step, np.arange(steps, dtype=np.int64))
+    if etas.size == 0 or not np.all(np.isfinite(etas)) or np.any(etas <= 0):
+        raise ConfigError("step", "must give finite step sizes > 0", step)
+    z, h = _grid(float(table.z_nodes[-1]), grid_spacing(model.d))
+    z_start = None
+    if initial_alignment is not None:
+        z_start = float(np.arctanh(np.clip(initial_alignment, -1 + 1e-12, 1 - 1e-12)))
+    p = _initial_law(z, h, model.d, z_start)
+    pooled = table if table.replicate_a is None else dataclasses.replace(
+        table, replicate_a=None, replicate_b=None)
+    ev = _evolve_all(pooled, p, z, h, etas * model.noise_std ** 2, ks_rec, 1.0, max_blocks,
+                     steps)
+    return ks_rec, z, ev.law, ev.mean_abs
+
+
 # --------------------------------------------------------------------------- entry point
 
 
@@ -1253,14 +1315,8 @@ def effective_dynamics(model: ModelConfig, step: Any, *, steps: int,
         zm = z_max(model, float(eta_std.min()), batch, z_start, seed)
     else:
         zm = float(moments.z_nodes[-1])
-    h = grid_spacing(d) if grid_step is None else float(grid_step)
-    half = int(math.ceil(zm / h))
-    if 2 * half + 1 > _MAX_GRID:
-        half = (_MAX_GRID - 1) // 2
-        h = zm / half
-    G = 2 * half + 1
-    z = np.linspace(-half * h, half * h, G)
-    z0 = float(z[0])
+    z, h = _grid(zm, grid_spacing(d) if grid_step is None else float(grid_step))
+    G = z.size
     if ks_rec.size * G > _MAX_LAW:
         raise ConfigError("record", f"records × grid ({ks_rec.size} × {G}) must be <= "
                           f"{_MAX_LAW} doubles; record fewer steps", ks_rec.size)
@@ -1273,18 +1329,7 @@ def effective_dynamics(model: ModelConfig, step: Any, *, steps: int,
         table = moments
     t1 = time.perf_counter()
 
-    # ---- initial law
-    if initial_alignment is None:
-        logp = (d - 1) * -np.log(np.cosh(z))
-        p = np.exp(logp - logp.max())
-    else:
-        p = np.zeros(G)
-        x = (min(max(z_start, z0), -z0) - z0) / h
-        i = min(int(math.floor(x)), G - 2)
-        f = x - i
-        p[i] += 1.0 - f
-        p[i + 1] += f
-    p /= p.sum()
+    p = _initial_law(z, h, d, z_start)
 
     # ---- evolve the pooled table and each replicate (in parallel); with a tolerance, more
     # draws while the Monte-Carlo error of the prediction takes more than half of it

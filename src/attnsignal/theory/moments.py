@@ -351,6 +351,8 @@ class _Accumulator:
         self.shifts: list[np.ndarray] = []
         self.draws = np.zeros(rhos.size, dtype=np.int64)
         self.rounds = 0
+        #: the nodes :meth:`refine` brings to ``rtol`` (all unless :func:`refine_table` says)
+        self.scope = np.ones(rhos.size, dtype=bool)
 
     @property
     def min_draws(self) -> int:
@@ -416,12 +418,12 @@ class _Accumulator:
         return ok
 
     def refine(self, rtol: float | None, max_samples: int) -> bool:
-        """Double the draws at the nodes not within ``rtol`` until all are or they hold
-        ``max_samples``; returns whether all are (True for ``rtol`` None)."""
+        """Double the draws at the nodes of :attr:`scope` not within ``rtol`` until all are or
+        they hold ``max_samples``; returns whether all are (True for ``rtol`` None)."""
         if rtol is None:
             return True
         while True:
-            ok = self.converged(rtol)
+            ok = self.converged(rtol) | ~self.scope
             if np.all(ok):
                 return True
             active = np.nonzero(~ok & (self.draws < max_samples))[0]
@@ -551,7 +553,8 @@ class MomentTable:
     replicate_a, replicate_b : ``(K, nodes, etas)`` the same from ``K`` disjoint groups of the
         draws (independent replicates; None when ``K < 2``)
     draws : ``(nodes,)`` draws used at each node; ``n_samples`` the most
-    converged : every node met ``rtol`` (True when ``rtol`` is None); rtol : the tolerance;
+    converged : every node met ``rtol`` (True when ``rtol`` is None; after
+        :func:`refine_table`, every node it refined); rtol : the tolerance;
     max_samples : the most draws a node may get (:func:`extend_table` stays within it)
     """
 
@@ -718,6 +721,25 @@ def extend_table(table: MomentTable, factor: float) -> MomentTable:
     conv = acc.refine(table.rtol, table.max_samples)
     return _table(table.model, table.z_nodes, table.etas, table.dphi_nodes, table._dphi, acc,
                   conv, table.rtol, table.max_samples)
+
+
+def refine_table(table: MomentTable, nodes: np.ndarray, rtol: float = DEFAULT_RTOL
+                 ) -> MomentTable:
+    """``table`` (built with ``rtol=None``: its starting draws everywhere) with draws added at
+    the nodes ``nodes`` (a boolean mask) until their moments are within ``rtol``, up to its
+    ``max_samples`` (:meth:`_Accumulator.refine`, the same stream continued); the others keep
+    their draws. ``converged`` then says whether the nodes of ``nodes`` met ``rtol``, and
+    :func:`extend_table` refines those alone. For a caller that knows where its laws go (the
+    schedule advisor: the nodes its feedback schedule's law visits) — a node the law never
+    reaches does not move the prediction, and the ends of the grid are where the draws are
+    dearest (heavy-tailed jumps near ``|ρ| = 1``)."""
+    if table._acc is None or table.max_samples is None:
+        raise ValueError("this moment table keeps no accumulator to refine")
+    acc: _Accumulator = copy.deepcopy(table._acc)
+    acc.scope = np.asarray(nodes, dtype=bool).copy()
+    conv = acc.refine(rtol, table.max_samples)
+    return _table(table.model, table.z_nodes, table.etas, table.dphi_nodes, table._dphi, acc,
+                  conv, rtol, table.max_samples)
 
 
 def _table(model: ModelConfig, z_nodes: np.ndarray, etas_std: np.ndarray, dphi: np.ndarray,
