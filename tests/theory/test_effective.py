@@ -444,3 +444,20 @@ def test_refined_table_matches_the_built_one_and_keeps_its_scope():
     some = refine_table(start, scope, 0.05)
     assert np.all(some.draws[~scope] == start.draws[~scope])
     assert np.all(some.draws[scope] >= start.draws[scope])
+
+
+def test_a_flag_inside_the_tolerance_says_its_estimate_is_unreliable_not_exceeded():
+    """A verdict flagged for unconverged moments while the predicted error is under the
+    tolerance must not read "0.007 may exceed 0.01" (a contradiction); one above it must."""
+    from attnsignal.theory.effective import Diagnostic
+
+    cause = "the one-step moments did not reach rtol = 0.03 within 4800 draws a node"
+    base = dict(verdict="flagged", causes=(cause,), tolerance=0.01, stderr=np.zeros(2),
+                mc_error=0.005, approximation_error=0.002, blocks=10, single_step_blocks=0,
+                jump_to_width=0.01, jump_skewness=0.1, jump_kurtosis=0.2, draws=4800,
+                converged=False)
+    inside = Diagnostic(predicted_error=0.007, **base).message
+    assert "within tolerance 0.01" in inside and "not reliable" in inside and cause in inside
+    assert "may exceed" not in inside
+    above = Diagnostic(predicted_error=0.02, **base).message
+    assert "may exceed tolerance 0.01" in above and cause in above

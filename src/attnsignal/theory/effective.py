@@ -846,12 +846,17 @@ class Diagnostic:
 
     @property
     def message(self) -> str:
-        """One line: the predicted error against the tolerance and the first cause."""
+        """One line: the predicted error against the tolerance and the first cause. Flagged
+        with the predicted error inside the tolerance (unconverged moments, no replicates, a
+        discreteness evolution that stopped), the line says the estimate is not reliable
+        rather than that it exceeds the tolerance."""
+        head = f"effective dynamics: predicted error {self.predicted_error:.3g} of the mean |rho|"
         if self.verdict == "ok":
-            return (f"effective dynamics: predicted error {self.predicted_error:.3g} of the "
-                    f"mean |rho| within tolerance {self.tolerance}")
-        return (f"effective dynamics: predicted error {self.predicted_error:.3g} of the mean "
-                f"|rho| may exceed tolerance {self.tolerance}: {self.causes[0]}")
+            return f"{head} within tolerance {self.tolerance}"
+        if self.tolerance is not None and self.predicted_error <= self.tolerance:
+            return (f"{head} is within tolerance {self.tolerance}, but that estimate is not "
+                    f"reliable: {self.causes[0]}")
+        return f"{head} may exceed tolerance {self.tolerance}: {self.causes[0]}"
 
     def as_dict(self) -> dict[str, Any]:
         """The fields as a flat dict (causes joined by ``"; "``)."""
