@@ -75,6 +75,20 @@ def _as_k(k: Any) -> np.ndarray:
     return np.asarray(k, dtype=np.float64)
 
 
+def tabulated_eta(etas: np.ndarray, tail: "Schedule | None", k: Any) -> np.ndarray:
+    """:meth:`TabulatedStep.eta` of the table ``etas`` (``(n,)``, float64) and ``tail``, without
+    building (and validating) a :class:`TabulatedStep`: ``etas[k]`` for ``k < n``, then
+    ``tail`` shifted to start at ``n`` (or the last entry held, with no tail). For callers that
+    compare many candidate tables and keep one (the schedule advisor's search)."""
+    kk = _as_k(k)
+    n = etas.size
+    out = etas[np.minimum(kk, n - 1).astype(np.int64)]
+    after = kk >= n
+    if tail is not None and np.any(after):
+        out = np.where(after, tail.eta(np.where(after, kk - n, 0)), out)
+    return np.asarray(out, dtype=np.float64)
+
+
 def _partial_sums(schedule: "Schedule") -> np.ndarray:
     """``t_0, ..., t_{_EXACT}`` of ``schedule``, read-only (one sequential cumulative sum)."""
     with np.errstate(over="ignore"):
@@ -510,15 +524,7 @@ class TabulatedStep(Schedule):
         return hash((self.etas, self.tail))
 
     def eta(self, k: Any) -> np.ndarray:
-        kk = _as_k(k)
-        n = self._array.size
-        ki = np.minimum(kk, n - 1).astype(np.int64)
-        out = self._array[ki]
-        after = kk >= n
-        if np.any(after):
-            if self.tail is not None:
-                out = np.where(after, self.tail.eta(np.where(after, kk - n, 0)), out)
-        return np.asarray(out, dtype=np.float64)
+        return tabulated_eta(self._array, self.tail, k)
 
     @property
     def robbins_monro(self) -> bool:

@@ -65,7 +65,6 @@ when it cut them short; fewer than :data:`MIN_EVALUATIONS` is refused before any
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -75,7 +74,7 @@ from scipy.optimize import minimize
 from scipy.special import gammaln
 
 from ..config import ConfigError, ModelConfig, StepSize
-from ..schedules import TabulatedStep
+from ..schedules import TabulatedStep, tabulated_eta
 from ..validation import Boolean, Integer, Optional, Real, validated
 from ._checks import BATCH, MODEL, RHO0, SEED, TARGET, UPDATE
 from .moments import NODE_DZ, refine_table
@@ -546,13 +545,7 @@ class _Candidate:
         self.etas, self.tail = etas, tail
 
     def eta(self, k: Any) -> np.ndarray:
-        kk = np.asarray(k, dtype=np.float64)  # as TabulatedStep.eta
-        n = self.etas.size
-        out = self.etas[np.minimum(kk, n - 1).astype(np.int64)]
-        after = kk >= n
-        if np.any(after):
-            out = np.where(after, self.tail.eta(np.where(after, kk - n, 0)), out)
-        return np.asarray(out, dtype=np.float64)
+        return tabulated_eta(self.etas, self.tail, k)
 
     def schedule(self) -> TabulatedStep:
         return tabulated_step(self.etas, self.tail)

@@ -702,6 +702,13 @@ def _evolve_one(p: np.ndarray, zg: np.ndarray, h: float, cum_eta: np.ndarray,
     stats[:] = (n_blocks, n_sub, n_single, k, status)
 
 
+def _prefix_sums(eta_std: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(cum_eta, var_cum)`` of the standardised steps ``(steps,)``, each ``(steps + 1,)``: the
+    prefix sums of the steps and of ``|Δ log η|`` (how far the step changes within a block)."""
+    return (np.concatenate([[0.0], np.cumsum(eta_std)]),
+            np.concatenate([[0.0], np.cumsum(np.abs(np.diff(np.log(eta_std))))]))
+
+
 def _evolve(p0: np.ndarray, z: np.ndarray, h: float, eta_std: np.ndarray, ks_rec: np.ndarray,
             polys: list[_Poly], diffusion_scale: float, max_blocks: int | None
             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -709,9 +716,7 @@ def _evolve(p0: np.ndarray, z: np.ndarray, h: float, eta_std: np.ndarray, ks_rec
     under each of the others (:func:`_evolve_one`, the tables on parallel threads): ``(law,
     summaries (T, n_rec, 2 + levels; row 0 unused), per-record stats (T, n_rec, 3), stats (T,
     5))``."""
-    logeta = np.log(eta_std)
-    var_cum = np.concatenate([[0.0], np.cumsum(np.abs(np.diff(logeta)))])
-    cum_eta = np.concatenate([[0.0], np.cumsum(eta_std)])
+    cum_eta, var_cum = _prefix_sums(eta_std)
     T = len(polys)
     law = np.empty((ks_rec.size, z.size))
     summ = np.zeros((T, ks_rec.size, 2 + _Q_LEVELS.size))
@@ -1063,9 +1068,7 @@ def discreteness_errors(table: MomentTable, p0: np.ndarray, z: np.ndarray, h: fl
     flow matches the chain's discrete step) minus the prediction ``mean_abs``, in absolute
     value (``docs/effective-dynamics.md``, "The diffusion approximation's error"). NaN when
     that evolution stops (block budget, non-finite moments): the error is then unknown."""
-    logeta = np.log(eta_std)
-    var_cum = np.concatenate([[0.0], np.cumsum(np.abs(np.diff(logeta)))])
-    cum_eta = np.concatenate([[0.0], np.cumsum(eta_std)])
+    cum_eta, var_cum = _prefix_sums(eta_std)
     ref = _Poly.of(table)
     summ = np.zeros((ks_rec.size, 2 + _Q_LEVELS.size))
     rec_stats = np.zeros((ks_rec.size, 3))
