@@ -75,6 +75,15 @@ _EXACT_DRAWS = 4
 _CRIT_METHOD = OneOf("auto", "expansion", "exact")
 
 
+def _bisect_log(ok: Callable[[float], bool], lo: float, hi: float, rtol: float) -> float:
+    """The bracket's lower end after bisecting on ``log c`` until ``hi/lo <= 1 + rtol``
+    (``ok(lo)`` holds and ``ok(hi)`` does not): the largest ``c`` found with ``ok(c)``."""
+    while hi / lo > 1.0 + rtol:
+        mid = math.sqrt(lo * hi)
+        lo, hi = (mid, hi) if ok(mid) else (lo, mid)
+    return lo
+
+
 def step_scale(d: int, L: int) -> float:
     """``s(d, L) = (L/(L + d))²``: the step is ``η = c s(d, L)``."""
     return (L / (L + d)) ** 2
@@ -423,10 +432,7 @@ class ScalingLaw:
             lo, hi = hi, hi * 4.0
             if hi > _C_MAX:
                 return math.inf
-        while hi / lo > 1.0 + 1e-4:
-            mid = math.sqrt(lo * hi)
-            lo, hi = (mid, hi) if ok(mid) else (lo, mid)
-        return lo
+        return _bisect_log(ok, lo, hi, 1e-4)
 
     def _plateaus(self, d: int, c: float, side: int) -> list[float]:
         """The expansion's settled alignments (signed) on the branches ``side`` stands for."""
@@ -483,11 +489,7 @@ class ScalingLaw:
             if ok(chi):
                 lo_f, hi_f = hi_f, hi_f * 6.0
                 continue
-            lo, hi = clo, chi
-            while hi / lo > 1.0 + 1e-3:
-                mid = math.sqrt(lo * hi)
-                lo, hi = (mid, hi) if ok(mid) else (lo, mid)
-            return lo
+            return _bisect_log(ok, clo, chi, 1e-3)
         warnings.warn(f"c_critical_at(d={d}, method='exact'): the exact critical c was not "
                       f"bracketed within [{lo_f * c0:.3g}, {hi_f * c0:.3g}] after four step "
                       f"tables; returning nan", RuntimeWarning, stacklevel=3)
@@ -556,9 +558,7 @@ class ScalingLaw:
         lo, hi = 1e-12, 1.0
         while ok(hi) and hi < _C_MAX:
             lo, hi = hi, 4.0 * hi
-        while hi / lo > 1.0 + 1e-4:
-            mid = math.sqrt(lo * hi)
-            lo, hi = (mid, hi) if ok(mid) else (lo, mid)
+        lo = _bisect_log(ok, lo, hi, 1e-4)
         c_esc = f1 / (2.0 * k1) if k1 > 0 else math.inf
         return ScalingLimit(f1=f1, k1=k1, noise=noise, c_critical=lo, c_escape=c_esc,
                             c_optimal=min(c_esc, lo))
