@@ -204,22 +204,11 @@ def test_effective_dynamics_uses_the_runs_records_and_tracks_them(reduced):
     assert 0 < prof["E1"]["theory_cpu"] <= prof["E1"]["theory_seconds"] + 0.05
 
 
-def test_a_second_run_resumes_from_the_stores(reduced, tmp_path):
-    out, res = reduced
-    again = reproduce(out, plan=tiny_plan(), progress=False, log=lambda s: None)
-    assert [c.measured for c in again.claims] == [c.measured for c in res.claims]
-    # no sweep was simulated again: the only simulation task is E1's chain spot check (50
-    # short runs beside the literal ones, kept in memory only, as the literal runs are)
-    prof = again.profile["experiments"]
-    assert all(e["worker_seconds"] == 0 for name, e in prof.items() if name != "E1")
-    assert prof["E1"]["tasks"] == 1
-    assert res.profile["experiments"]["E1"]["tasks"] > 1
-
-
 def test_a_run_after_a_kill_resumes_and_leaves_no_temporary_file(reduced, tmp_path):
     """What a SIGKILL leaves (no report or claims yet, a sweep short of a shard, a figure
     missing, temporaries of atomic writes in every directory, the workers' profile records);
-    the next run resumes to the same claims and leaves only its results."""
+    the next run resumes from the stores to the same claims — it simulates only the lost
+    shard — and leaves only its results."""
     import shutil
 
     from attnsignal.persistence import TEMPORARY_NAME
@@ -244,7 +233,12 @@ def test_a_run_after_a_kill_resumes_and_leaves_no_temporary_file(reduced, tmp_pa
     again = reproduce(out, plan=tiny_plan(), progress=False, log=lambda s: None)
     assert [(c.measured, c.verdict) for c in again.claims] == [(c.measured, c.verdict)
                                                               for c in res.claims]
-    assert again.profile["experiments"]["E2"]["tasks"] == 1  # only the lost shard
+    prof = again.profile["experiments"]
+    assert prof["E2"]["tasks"] == 1  # only the lost shard
+    # no other sweep was simulated again: the only other simulation task is E1's chain spot
+    # check (short runs beside the literal ones, kept in memory only, as the literal runs are)
+    assert all(e["worker_seconds"] == 0 for name, e in prof.items() if name not in ("E1", "E2"))
+    assert prof["E1"]["tasks"] == 1 and res.profile["experiments"]["E1"]["tasks"] > 1
     assert shard.is_file() and (out / "figures" / "e6_baselines.pdf").is_file()
     assert [p for p in out.rglob("*") if TEMPORARY_NAME.match(p.name) or p.suffix == ".tmp"] == []
     assert not (out / ".profile").exists()

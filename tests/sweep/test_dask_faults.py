@@ -17,8 +17,9 @@ from sweep_helpers import TINY, spec_dict
 
 distributed = pytest.importorskip("distributed")
 
-#: 4 tasks of ~0.8 s (literal engine, 12000 steps of one run).
-LONG = spec_dict(runs=2, steps=12000, record_every=2000)
+#: 4 tasks of one run each (the literal engine, 3000 steps: ~1 s of CPU a task, five times the
+#: 0.2 s the test waits between seeing a task start and killing its worker).
+LONG = spec_dict(runs=2, steps=3000, record_every=500)
 LONG["model"].update(d=10, n_informative=2, n_nuisance=6)
 LONG["grid"] = {"model.theta": [0.5, 1.0]}
 
@@ -58,7 +59,7 @@ def test_killed_dask_worker_does_not_change_the_result(tmp_path):
                 victim = busy[0]
             else:
                 time.sleep(0.05)
-        time.sleep(0.2)  # well inside the ~0.8 s task
+        time.sleep(0.2)  # well inside the ~1 s task
         assert client.run(_executing, workers=[victim])[victim] == 1
         pid = client.run(os.getpid, workers=[victim])[victim]
         os.kill(pid, signal.SIGKILL)

@@ -21,14 +21,15 @@ from attnsignal.sweep.tasks import plan_tasks
 
 from sweep_helpers import TINY, spec_dict
 
-#: 12 tasks of ~0.2 s each (one worker): long enough to be killed part-way.
+#: 12 tasks of one run each (the literal engine, ~0.4 s of CPU a task): long enough to be
+#: killed part-way, short enough that the killed, resumed and reference sweeps stay cheap.
 KILL_TOML = """\
 [sweep]
 seed = 3
 runs = 6
-steps = 3000
+steps = 1000
 engine = "literal"
-record_every = 500
+record_every = 250
 [model]
 d = 10
 n_informative = 2
@@ -79,7 +80,7 @@ def test_sigkilled_sweep_resumes_to_the_uninterrupted_frame(tmp_path):
     ref = load_sweep(ref_out)
     pd.testing.assert_frame_equal(resumed, ref, check_exact=True)
     assert not resumed.duplicated(["point", "run", "step"]).any()
-    assert len(resumed) == 2 * 6 * 7
+    assert len(resumed) == 2 * 6 * 5
     assert len(_shards(out)) == 12 and not list(out.rglob("*.tmp"))
 
 
@@ -260,7 +261,7 @@ def test_sigterm_stops_the_sweep_with_one_line_saying_how_to_resume(tmp_path):
     line on stderr says so and how to resume (no traceback, no multiprocessing "leaked
     semaphore" warning), exit status 128 + 15; the same command then finishes the sweep."""
     spec_path = tmp_path / "term.toml"
-    spec_path.write_text(KILL_TOML.replace("runs = 6", "runs = 8"))  # 16 tasks of ~0.2 s
+    spec_path.write_text(KILL_TOML.replace("runs = 6", "runs = 8"))  # 16 tasks
     out = tmp_path / "stopped"
     cmd = [sys.executable, "-m", "attnsignal", "sweep", str(spec_path), "--out", str(out),
            "--workers", "2", "--chunk-runs", "1", "--quiet"]
@@ -283,7 +284,7 @@ def test_sigterm_stops_the_sweep_with_one_line_saying_how_to_resume(tmp_path):
     report = run_sweep(spec_path, out, executor="serial", progress=False)  # the resume
     assert report.ok and report.skipped == len(st.done) and report.computed == 16 - report.skipped
     assert sweep_status(out).complete and not list(out.rglob("*.tmp"))
-    assert len(load_sweep(out)) == 2 * 8 * 7
+    assert len(load_sweep(out)) == 2 * 8 * 5
 
 
 def test_sweep_store_errors_are_value_errors_like_every_input_error(tmp_path):
