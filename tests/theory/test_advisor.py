@@ -87,8 +87,8 @@ def test_advisor_stops_at_its_evaluation_budget_and_says_so(monkeypatch):
     need more, they end there and ``notes`` says so in one line; too small a budget is refused
     before any work (one ConfigError naming the field). The candidates are compared on the
     pooled moments alone: replicate tables are evolved, and the diagnostic computed, only for
-    the runs that are reported or that set the table's draws (the final runs and the
-    calibration), never per candidate."""
+    the runs that are reported (the final runs, and the advice's again on a table with more
+    draws), never per candidate."""
     import attnsignal.theory.effective as eff
 
     calls = {"replicates": 0, "pooled": 0, "diagnose": 0}
@@ -108,7 +108,8 @@ def test_advisor_stops_at_its_evaluation_budget_and_says_so(monkeypatch):
     adv = advise_schedule(SMALL, 0.9, n_samples=200, max_evaluations=4,
                           progress=lambda k, n: seen.append((k, n)))
     finals = 1 if adv.optimal_dynamics is adv.dynamics else 2
-    assert calls["replicates"] == calls["diagnose"] == adv.calibration + finals, calls
+    assert calls["replicates"] == calls["diagnose"], calls
+    assert finals <= calls["replicates"] <= finals + adv.calibration - 1, calls
     assert calls["pooled"] >= adv.evaluations - finals > 0, (calls, adv.evaluations)
     assert adv.evaluations <= 4 and seen[-1] == (adv.evaluations, 4)
     assert [k for k, _ in seen] == list(range(1, adv.evaluations + 1))
