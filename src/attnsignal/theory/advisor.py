@@ -91,7 +91,7 @@ __all__ = ["Advice", "advise_schedule", "tabulated_step", "MIN_EVALUATIONS"]
 
 #: the tuning's and the search's largest number of evaluations by default
 _TUNE_EVALUATIONS = 10
-_SEARCH = 12
+_SEARCH = 8
 #: candidates run to this many times the best predicted steps so far (the records of the full
 #: horizon cut there: a hit before the cut is the same number as over the full horizon)
 _CUT = 1.5
