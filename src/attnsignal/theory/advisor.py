@@ -32,7 +32,7 @@ judged by the same number: the samples at which the effective dynamics' predicte
    piecewise linear on 6 equally spaced knots over ``[0, log(1 + k̂)]`` (``k̂`` that schedule's
    predicted steps; ``g`` held at its last value beyond, so the tail is the base's, rescaled;
    steps capped at the moment table's largest unless the base is above it), ``g = 0`` being
-   the base, minimised by Nelder–Mead from ``g = 0`` with at most ``search`` (default 12)
+   the base, minimised by Nelder–Mead from ``g = 0`` with at most ``search`` (default 8)
    effective-dynamics runs, each over ``1.3 k̂`` steps.
 
 ``optimal`` is the one of these with the fewest predicted samples (a :class:`TabulatedStep`
@@ -51,7 +51,7 @@ that comes first): a node the laws never reach does not move a prediction, and t
 far ends of the grid, near ``|ρ| = 1``, are where the heavy-tailed jumps ask for the most
 draws. The candidates (the tuning's and the search's) evolve its pooled moments only
 (:func:`~.effective.pooled_law`: no replicate tables, no diagnostic) — they are compared,
-not reported — on about 220 records (log-spaced over
+not reported — on about 110 records (log-spaced over
 the horizon, dense around the expected hit, where the hit is read by linear interpolation),
 and stop at 1.5× the best predicted steps so far (the tuning) or 1.3× (the search): a hit
 before the cut is the same number as over the full horizon. The advice and the optimal schedule
@@ -98,8 +98,8 @@ _CUT = 1.5
 #: the runs' horizon at most this many times the feedback schedule's first hit of the target
 _HORIZON = 4.0
 #: records of an evaluation: log-spaced over the horizon, and dense around the expected hit
-_LOG_RECORDS = 120
-_DENSE_RECORDS = 100
+_LOG_RECORDS = 60
+_DENSE_RECORDS = 50
 #: the fewest evaluations an advice needs: the fitted power law, one candidate of the
 #: search, and the final runs of the advice and of the optimal schedule
 MIN_EVALUATIONS = 4
@@ -443,8 +443,8 @@ def _visited(model: ModelConfig, schedule: Any, table: MomentTable, horizon: int
              target: float, initial_alignment: float | None, max_blocks: int | None
              ) -> tuple[np.ndarray, float]:
     """The moment nodes within ``2·NODE_DZ`` of where the law under ``schedule`` (the pooled
-    moments of ``table``, 120 log-spaced records) holds mass above ``1e-6`` up to the
-    horizon of the runs — ``horizon`` steps, or :data:`_HORIZON` × the first hit of
+    moments of ``table``, :data:`_LOG_RECORDS` log-spaced records) holds mass above ``1e-6``
+    up to the horizon of the runs — ``horizon`` steps, or :data:`_HORIZON` × the first hit of
     ``target`` if that comes first — and that hit (inf if none): the nodes whose moments shape
     the advisor's predictions (every node if that evolution exceeds ``max_blocks``)."""
     everywhere = np.ones(table.z_nodes.size, dtype=bool)
