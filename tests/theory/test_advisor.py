@@ -49,8 +49,8 @@ def test_advice_reaches_the_target_when_predicted(chain_simulate):
     k = _sim_hit(chain_simulate, adv.step, adv.samples, 0.9)
     assert 0.85 * adv.samples <= k <= 1.1 * adv.samples, (k, adv.samples)
     k_opt = _sim_hit(chain_simulate, adv.optimal, adv.optimal_samples, 0.9)
-    assert 0.85 * adv.optimal_samples <= k_opt <= 1.1 * adv.optimal_samples, (k_opt,
-                                                                                adv.optimal_samples)
+    assert 0.85 * adv.optimal_samples <= k_opt <= 1.1 * adv.optimal_samples, \
+        (k_opt, adv.optimal_samples)
 
 
 SMALL = ModelConfig(d=40, n_informative=10, n_nuisance=30, theta=0.6)  # L = 40

@@ -58,10 +58,12 @@ before the cut is the same number as over the full horizon. The advice and the o
 are then evolved once more over the full horizon with the full table, so ``dynamics`` and
 ``optimal_dynamics`` carry the replicates' standard errors and the diagnostic (a warning when
 the predicted error exceeds 0.01); the table gets more draws while the advice's Monte-Carlo
-error takes more than half of that tolerance (the advice's run then repeated on it), as
-:func:`~.effective.effective_dynamics` does for a table of its own. ``max_evaluations`` (default 40) bounds the runs in all:
-the tuning and the search get what the final runs leave, and ``Advice.notes`` says in one line
-when it cut them short; fewer than :data:`MIN_EVALUATIONS` is refused before any work.
+error takes more than half of that tolerance (the advice's run then repeated on it, and the
+optimal schedule's made on it; the candidates were compared on the refined table), as
+:func:`~.effective.effective_dynamics` does for a table of its own. ``max_evaluations``
+(default 40) bounds the runs in all: the tuning and the search get what the final runs leave,
+and ``Advice.notes`` says in one line when it cut them short; fewer than
+:data:`MIN_EVALUATIONS` is refused before any work.
 ``max_blocks`` bounds each run's evolution (a candidate that needs more is discarded).
 """
 
