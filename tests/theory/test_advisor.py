@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -9,6 +11,7 @@ from attnsignal.config import ConfigError, ModelConfig
 from attnsignal.schedules import StepSize, TabulatedStep
 from attnsignal.simulate import simulate
 from attnsignal.theory.advisor import advise_schedule
+from attnsignal.theory.effective import EffectiveDynamicsAccuracyWarning
 
 MODEL = ModelConfig(d=100, n_informative=20, n_nuisance=80, theta=0.5)
 
@@ -37,7 +40,9 @@ def test_advice_reaches_the_target_when_predicted(chain_simulate):
     about 2.9 % of the prediction (the mean's standard error over its slope there: 2.0 % and
     1.7 % measured with 100 runs, times √(100/48)), so a prediction 15 % off is caught with
     probability ≥ 0.96."""
-    adv = advise_schedule(MODEL, 0.9, n_samples=2000, tune=False)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        adv = advise_schedule(MODEL, 0.9, n_samples=2000, tune=False)
     assert isinstance(adv.step, StepSize) and adv.step.robbins_monro
     assert isinstance(adv.optimal, TabulatedStep)
     assert 0 < adv.optimal_samples <= adv.samples <= 1.25 * adv.optimal_samples
@@ -46,6 +51,9 @@ def test_advice_reaches_the_target_when_predicted(chain_simulate):
     # table was extended, the advice's run repeated on it, and both reported runs use it
     assert adv.dynamics.moments.n_samples > 2000 and adv.calibration >= 2
     assert adv.optimal_dynamics.moments is adv.dynamics.moments
+    # the warnings are the reported runs' (one each at most), not the superseded run's
+    accuracy = [w for w in caught if issubclass(w.category, EffectiveDynamicsAccuracyWarning)]
+    assert len(accuracy) <= 2, [str(w.message) for w in accuracy]
     k = _sim_hit(chain_simulate, adv.step, adv.samples, 0.9)
     assert 0.85 * adv.samples <= k <= 1.1 * adv.samples, (k, adv.samples)
     k_opt = _sim_hit(chain_simulate, adv.optimal, adv.optimal_samples, 0.9)

@@ -70,6 +70,7 @@ and ``Advice.notes`` says in one line when it cut them short; fewer than
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -379,13 +380,22 @@ def advise_schedule(model: ModelConfig, target: float, *, batch: int = 1,
     # (replicate standard errors and the diagnostic); the table gets more draws while the
     # advice's Monte-Carlo error takes more than half the tolerance, as effective_dynamics does
     # for a table of its own (a repeated run is not counted against the budget)
+    # (a run that a table extension supersedes keeps its warnings to itself: the reported
+    # run's are the ones raised)
     finals = iter([True])
+    raised: list[warnings.WarningMessage] = []
 
     def final_advice(t: MomentTable) -> EffectiveDynamics:
         ev.use(t)
-        return ev(step, horizon, focus, final=True, counted=next(finals, False))[1]
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            ed = ev(step, horizon, focus, final=True, counted=next(finals, False))[1]
+        raised[:] = caught
+        return ed
 
     ed_adv, _ = within_tolerance(final_advice, ev.table, tolerance)
+    for w in raised:
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     k_adv = _hit(ed_adv, target)
     k_best, optimal = min(cands, key=lambda c: c[0])
     if optimal is power_tab or not k_best < k_adv:
