@@ -46,6 +46,7 @@ chain engine's work), the advised schedule for mean ``|ρ| = 0.9`` is simulated 
 reach it within ``0.85–1.1 ×`` the predicted samples:
 
     PYTHONPATH=src python benchmarks/advisor_savings.py --map-check --map-runs 48
+    PYTHONPATH=src python benchmarks/advisor_savings.py --map-check --map-only 3,9,5  # these
 """
 
 from __future__ import annotations
@@ -199,8 +200,8 @@ def timing(dims: list[int], targets: dict[int, float], against: str | None) -> N
                       f"{r['wall']:.1f} s wall, "
                       f"{r['cpu']:.1f} s CPU; advice {r['samples']:,} samples "
                       f"({r['step']}), optimal {r['optimal']:,}", flush=True)
-    print(f"\n| d | target | tree | wall s | CPU s | advice.samples | optimal_samples |\n"
-          f"|---|---|---|---|---|---|---|")
+    print("\n| d | target | tree | wall s | CPU s | advice.samples | optimal_samples |\n"
+          "|---|---|---|---|---|---|---|")
     for d, name, r in rows:
         print(f"| {d} | {targets[d]} | {name} | {r['wall']:.1f} | {r['cpu']:.1f} | "
               f"{r['samples']:,} | {r['optimal']:,} |")
@@ -217,14 +218,21 @@ def timing(dims: list[int], targets: dict[int, float], against: str | None) -> N
 
 
 def map_check(n_configs: int, runs: int, budget: float, seed: int, target: float = 0.9,
-              draw_seed: int = 27, scan: int = 60) -> list[dict]:
-    """The advice at map configurations with β ≥ 1 (module docstring), checked by simulation."""
+              draw_seed: int = 27, scan: int = 60, only: list[int] | None = None
+              ) -> list[dict]:
+    """The advice at map configurations with β ≥ 1 (module docstring), checked by simulation;
+    ``only``: these configurations of the draw (by index) instead of the first that qualify."""
     from attnsignal.theory.finite_step import second_order_coefficient
     from attnsignal.theory.landscape import landscape
     from attnsignal.validate import draw_configs
+    from attnsignal.validate.box import draw_config
 
     rows: list[dict] = []
-    for cfg in draw_configs(scan, draw_seed):
+    configs = ([draw_config(i, draw_seed) for i in only] if only
+               else draw_configs(scan, draw_seed))
+    if only:
+        n_configs = len(only)
+    for cfg in configs:
         if len(rows) >= n_configs:
             break
         model = cfg.model
@@ -307,6 +315,8 @@ def main() -> None:
                     help="check the advice at map configurations with beta >= 1")
     ap.add_argument("--map-configs", type=int, default=3)
     ap.add_argument("--map-runs", type=int, default=48)
+    ap.add_argument("--map-only", default=None, metavar="I,J,...",
+                    help="with --map-check: these configurations of the draw (indices) only")
     ap.add_argument("--map-budget", type=float, default=4e9,
                     help="most chain token-samples of one configuration's check")
     ap.add_argument("--quick", action="store_true", help="d = 100 only, 4 runs")
@@ -326,7 +336,8 @@ def main() -> None:
         timing([d for d in dims if d in targets], targets, args.against)
         return
     if args.map_check:
-        map_check(args.map_configs, args.map_runs, args.map_budget, args.seed)
+        only = [int(x) for x in args.map_only.split(",")] if args.map_only else None
+        map_check(args.map_configs, args.map_runs, args.map_budget, args.seed, only=only)
         return
     runs_of = {100: 4 if args.quick else args.runs, 1000: args.runs_1000}
     extra: dict[int, list[float]] = {}

@@ -32,7 +32,7 @@ judged by the same number: the samples at which the effective dynamics' predicte
    piecewise linear on 6 equally spaced knots over ``[0, log(1 + k̂)]`` (``k̂`` that schedule's
    predicted steps; ``g`` held at its last value beyond, so the tail is the base's, rescaled;
    steps capped at the moment table's largest unless the base is above it), ``g = 0`` being
-   the base, minimised by Nelder–Mead from ``g = 0`` with at most ``search`` (default 12)
+   the base, minimised by Nelder–Mead from ``g = 0`` with at most ``search`` (default 8)
    effective-dynamics runs, each over ``1.3 k̂`` steps.
 
 ``optimal`` is the one of these with the fewest predicted samples (a :class:`TabulatedStep`
@@ -45,26 +45,32 @@ Cost and bounds
 ---------------
 One moment table serves every run. It starts with ``n_samples`` draws at every node and is
 refined to the moments' ``rtol`` (:func:`~.moments.refine_table`) only at the nodes that the
-feedback schedule's law on those draws visits (mass above ``1e-6`` over ``4 k_path`` steps,
-with two nodes' margin): a node the laws never reach does not move a prediction, and the
+feedback schedule's law on those draws visits (mass above ``1e-6``, with two nodes' margin,
+over the runs' horizon: ``4 k_path`` steps, or 4× that law's first hit of the target where
+that comes first): a node the laws never reach does not move a prediction, and the
 far ends of the grid, near ``|ρ| = 1``, are where the heavy-tailed jumps ask for the most
 draws. The candidates (the tuning's and the search's) evolve its pooled moments only
 (:func:`~.effective.pooled_law`: no replicate tables, no diagnostic) — they are compared,
-not reported — on about 220 records (log-spaced over
+not reported — on about 110 records (log-spaced over
 the horizon, dense around the expected hit, where the hit is read by linear interpolation),
 and stop at 1.5× the best predicted steps so far (the tuning) or 1.3× (the search): a hit
 before the cut is the same number as over the full horizon. The advice and the optimal schedule
 are then evolved once more over the full horizon with the full table, so ``dynamics`` and
 ``optimal_dynamics`` carry the replicates' standard errors and the diagnostic (a warning when
-the predicted error exceeds 0.01). ``max_evaluations`` (default 40) bounds the runs in all:
-the tuning and the search get what the final runs leave, and ``Advice.notes`` says in one line
-when it cut them short; fewer than :data:`MIN_EVALUATIONS` is refused before any work.
+the predicted error exceeds 0.01); the table gets more draws while the advice's Monte-Carlo
+error takes more than half of that tolerance (the advice's run then repeated on it, and the
+optimal schedule's made on it; the candidates were compared on the refined table), as
+:func:`~.effective.effective_dynamics` does for a table of its own. ``max_evaluations``
+(default 40) bounds the runs in all: the tuning and the search get what the final runs leave,
+and ``Advice.notes`` says in one line when it cut them short; fewer than
+:data:`MIN_EVALUATIONS` is refused before any work.
 ``max_blocks`` bounds each run's evolution (a candidate that needs more is discarded).
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -88,13 +94,15 @@ __all__ = ["Advice", "advise_schedule", "tabulated_step", "MIN_EVALUATIONS"]
 
 #: the tuning's and the search's largest number of evaluations by default
 _TUNE_EVALUATIONS = 10
-_SEARCH = 12
+_SEARCH = 8
 #: candidates run to this many times the best predicted steps so far (the records of the full
 #: horizon cut there: a hit before the cut is the same number as over the full horizon)
 _CUT = 1.5
+#: the runs' horizon at most this many times the feedback schedule's first hit of the target
+_HORIZON = 4.0
 #: records of an evaluation: log-spaced over the horizon, and dense around the expected hit
-_LOG_RECORDS = 120
-_DENSE_RECORDS = 100
+_LOG_RECORDS = 60
+_DENSE_RECORDS = 50
 #: the fewest evaluations an advice needs: the fitted power law, one candidate of the
 #: search, and the final runs of the advice and of the optimal schedule
 MIN_EVALUATIONS = 4
@@ -126,8 +134,9 @@ class Advice:
     dynamics, optimal_dynamics : the effective dynamics under ``step`` and ``optimal`` (with
         their standard errors and diagnostic: the advice is as good as these predictions)
     evaluations : effective-dynamics runs that compared and reported schedules (at most
-        ``max_evaluations``); calibration : those of the feedback schedule that set the moment
-        table's draws
+        ``max_evaluations``); calibration : those outside that budget (the feedback
+        schedule's pooled run that sets where the candidates look, and the advice's final run
+        repeated on a table with more draws)
     notes : one line each, e.g. that the search ended at the evaluation budget
     """
 
@@ -225,17 +234,18 @@ def advise_schedule(model: ModelConfig, target: float, *, batch: int = 1,
     max_evaluations : at most this many effective-dynamics runs compare and report schedules
         (>= 4: the fitted power law, the tuning's and the search's candidates, and the two
         final runs); the tuning and the search stop when it is used up (``Advice.notes`` says
-        so). The feedback schedule's runs that set the moment table's draws come on top: one,
-        and one more per extension of the table (at most four, to ``16 × n_samples``), each
-        with one retry over a longer horizon; so does the one pooled run of it on the starting
-        draws that chooses the nodes to refine (module docstring)
-    max_blocks : each run's block budget (a candidate that needs more is discarded; the
-        feedback schedule or the final runs needing more raise
+        so). On top of them: the feedback schedule's pooled run on the starting draws (which
+        chooses the nodes to refine and the horizon) and, counted in ``Advice.calibration``,
+        its pooled run on the refined table (which sets where the candidates look; one retry
+        over a longer horizon) and the advice's final run once more per extension of the
+        table (at most four, to ``16 × n_samples``) (module docstring)
+    max_blocks : each run's block budget (a candidate or a feedback run that needs more is
+        discarded; the final runs needing more raise
         :class:`~attnsignal.theory.effective.BlockBudgetExceeded`, one line)
     tolerance : the predictions' tolerance on the mean ``|ρ|`` (as :func:`effective_dynamics`):
-        the moment table gets more draws while the Monte-Carlo error of the feedback
-        schedule's prediction takes more than half of it, and the final runs warn when their
-        predicted error exceeds it (None: neither)
+        the moment table gets more draws while the Monte-Carlo error of the advice's
+        prediction takes more than half of it, and the final runs warn when their predicted
+        error exceeds it (None: neither)
     progress : called as ``progress(done, max_evaluations)`` after each run
 
     Returns
@@ -276,33 +286,27 @@ def advise_schedule(model: ModelConfig, target: float, *, batch: int = 1,
     z1 = side * float(np.arctanh(rho_end))
     try:
         optimal, k_path, *_ = _feedback_schedule(table, side, z0, z1, s2, target)
-        scope = _visited(model, optimal, table, max(4 * k_path, 1000), initial_alignment,
-                         max_blocks)
+        scope, k_hit = _visited(model, optimal, table, max(4 * k_path, 1000), target,
+                                initial_alignment, max_blocks)
     except (ConfigError, FloatingPointError):  # the starting draws' noise: refine everywhere
-        scope = np.ones(table.z_nodes.size, dtype=bool)
+        scope, k_hit = np.ones(table.z_nodes.size, dtype=bool), math.inf
     table = refine_table(table, scope)
     optimal, k_path, zf, kz, z_at_k, etas = _feedback_schedule(table, side, z0, z1, s2, target)
 
     ev = _Evaluator(model, target, table, initial_alignment=initial_alignment, batch=batch,
                     update=update, seed=seed, n_samples=n_samples, budget=max_evaluations,
                     max_blocks=max_blocks, progress=progress, tolerance=tolerance)
-    horizon = max(4 * k_path, 1000)
+    # the runs' horizon: 4× the mean path's steps, or 4× the feedback schedule's first hit of
+    # the target (on the starting draws) where that comes first
+    horizon = max(min(4 * k_path, int(math.ceil(_HORIZON * k_hit)) if math.isfinite(k_hit)
+                      else 4 * k_path), 1000)
     focus = float(k_path)
 
-    def feedback(t: MomentTable) -> EffectiveDynamics:
-        # the feedback schedule on table ``t``, over a horizon 4× longer if it does not hit
-        nonlocal horizon
-        ev.use(t)
-        k, ed = ev(optimal, horizon, focus, final=True, counted=False)
-        if not math.isfinite(k) and horizon == max(4 * k_path, 1000):
-            horizon *= 4
-            k, ed = ev(optimal, horizon, focus, final=True, counted=False)
-        return ed
-
-    # with more draws while its Monte-Carlo error takes more than half the tolerance, as
-    # effective_dynamics does for a table of its own (every candidate then shares the table)
-    ed_opt, _ = within_tolerance(feedback, table, tolerance)
-    k_opt = _hit(ed_opt, target)
+    # the feedback schedule's hit (pooled moments), over a horizon 4× longer if it misses
+    k_opt, _ = ev(optimal, horizon, focus, counted=False)
+    if not math.isfinite(k_opt):
+        horizon *= 4
+        k_opt, _ = ev(optimal, horizon, focus, counted=False)
     if math.isfinite(k_opt):
         focus = k_opt
     cut = int(math.ceil(_CUT * focus)) + 2 if math.isfinite(k_opt) else None
@@ -373,8 +377,26 @@ def advise_schedule(model: ModelConfig, target: float, *, batch: int = 1,
                 cands.append(found)
 
     # ---- the advice and the optimal schedule over the full horizon, with the full table
-    # (replicate standard errors and the diagnostic)
-    k_adv, ed_adv = ev(step, horizon, focus, final=True)
+    # (replicate standard errors and the diagnostic); the table gets more draws while the
+    # advice's Monte-Carlo error takes more than half the tolerance, as effective_dynamics does
+    # for a table of its own (a repeated run is not counted against the budget)
+    # (a run that a table extension supersedes keeps its warnings to itself: the reported
+    # run's are the ones raised)
+    finals = iter([True])
+    raised: list[warnings.WarningMessage] = []
+
+    def final_advice(t: MomentTable) -> EffectiveDynamics:
+        ev.use(t)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            ed = ev(step, horizon, focus, final=True, counted=next(finals, False))[1]
+        raised[:] = caught
+        return ed
+
+    ed_adv, _ = within_tolerance(final_advice, ev.table, tolerance)
+    for w in raised:
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    k_adv = _hit(ed_adv, target)
     k_best, optimal = min(cands, key=lambda c: c[0])
     if optimal is power_tab or not k_best < k_adv:
         k_best, optimal, ed_best = k_adv, power_tab, ed_adv
@@ -430,21 +452,28 @@ def _feedback_schedule(table: MomentTable, side: float, z0: float, z1: float, s2
 
 
 def _visited(model: ModelConfig, schedule: Any, table: MomentTable, horizon: int,
-             initial_alignment: float | None, max_blocks: int | None) -> np.ndarray:
+             target: float, initial_alignment: float | None, max_blocks: int | None
+             ) -> tuple[np.ndarray, float]:
     """The moment nodes within ``2·NODE_DZ`` of where the law under ``schedule`` (the pooled
-    moments of ``table``, ``horizon`` steps, 120 log-spaced records) holds mass above
-    ``1e-6``: the nodes whose moments shape the advisor's predictions (every node if that
-    evolution exceeds ``max_blocks``)."""
+    moments of ``table``, :data:`_LOG_RECORDS` log-spaced records) holds mass above ``1e-6``
+    up to the horizon of the runs — ``horizon`` steps, or :data:`_HORIZON` × the first hit of
+    ``target`` if that comes first — and that hit (inf if none): the nodes whose moments shape
+    the advisor's predictions (every node if that evolution exceeds ``max_blocks``)."""
+    everywhere = np.ones(table.z_nodes.size, dtype=bool)
     try:
-        _, z, law, _ = pooled_law(model, schedule, table, _records(horizon),
-                                  initial_alignment=initial_alignment, max_blocks=max_blocks)
+        ks, z, law, mean_abs = pooled_law(model, schedule, table, _records(horizon),
+                                          initial_alignment=initial_alignment,
+                                          max_blocks=max_blocks)
     except BlockBudgetExceeded:
-        return np.ones(table.z_nodes.size, dtype=bool)
+        return everywhere, math.inf
+    k_hit = _hit(_Pooled(ks, mean_abs), target)
+    if math.isfinite(k_hit):
+        law = law[np.asarray(ks) <= _HORIZON * k_hit]
     where = z[law.max(axis=0) > 1e-6]
     if where.size == 0:
-        return np.ones(table.z_nodes.size, dtype=bool)
+        return everywhere, k_hit
     zn = table.z_nodes
-    return (zn >= where.min() - 2 * NODE_DZ) & (zn <= where.max() + 2 * NODE_DZ)
+    return (zn >= where.min() - 2 * NODE_DZ) & (zn <= where.max() + 2 * NODE_DZ), k_hit
 
 
 class _Evaluator:
@@ -617,19 +646,28 @@ def _search(ev: "_Evaluator", base: TabulatedStep, base_k: float, horizon: int, 
 def _optimal_policy(table: MomentTable, side: float
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``η*(z) = argmax_η side·m(z, η)`` at the table's ``z`` nodes over 160 log-spaced steps in
-    its range (parabolic refinement in ``log η``), and ``m*(z) = m(z, η*)``."""
+    its range (parabolic refinement in ``log η``), and ``m*(z) = m(z, η*)``. At a node the
+    interpolant of :meth:`~.moments.MomentTable.at` is the node's value, so ``m`` is read there
+    directly: ``m(z, η) = ηΦ'(z) + η² a(z, η) cosh² z``."""
     le = np.linspace(math.log(table.etas[0]), math.log(table.etas[-1]), 160)
     z = table.z_nodes
-    M = np.stack([table.at(float(math.exp(x)))(z)[0] for x in le], axis=1) * side
+    fp = table._fp(z)  # type: ignore[attr-defined]
+    c2 = np.cosh(z) ** 2
+
+    def drift(etas: np.ndarray) -> np.ndarray:
+        # m(z_i, η_j), shape (nodes, steps)
+        a = np.stack([table._coeffs(float(e))[0] for e in etas], axis=1)
+        return etas[None, :] * fp[:, None] + etas[None, :] ** 2 * a * c2[:, None]
+
+    M = drift(np.exp(le)) * side
+    rows = np.arange(z.size)
     j = np.argmax(M, axis=1)
     jj = np.clip(j, 1, le.size - 2)
-    y0, y1, y2 = (M[np.arange(z.size), jj - 1], M[np.arange(z.size), jj],
-                  M[np.arange(z.size), jj + 1])
+    y0, y1, y2 = M[rows, jj - 1], M[rows, jj], M[rows, jj + 1]
     den = y0 - 2 * y1 + y2
     off = np.where((den < 0) & (j == jj), 0.5 * (y0 - y2) / np.where(den < 0, den, -1.0), 0.0)
     h = le[1] - le[0]
     lstar = le[jj] + np.clip(off, -1, 1) * h
     lstar = np.where(j == jj, lstar, le[j])
     eta = np.exp(lstar)
-    m = np.array([table.at(float(e))(np.array([zz]))[0][0] for e, zz in zip(eta, z)]) * side
-    return z, eta, m * side
+    return z, eta, drift(eta)[rows, rows]
