@@ -96,6 +96,17 @@ class StepMoments:
 
         return m, v
 
+    def drift_se_at(self, eta: float) -> Fn:
+        """The standard error of ``m`` at the step ``eta`` (a tabulated step) as a function of
+        ``ρ`` (interpolated between the nodes)."""
+        k = int(np.argmin(np.abs(np.log(self.eta / eta))))
+        sse = CubicSpline(np.arcsin(self.rho), self.drift_se[:, k])
+
+        def se(rho: np.ndarray) -> np.ndarray:
+            return eta * np.abs(sse(np.arcsin(np.clip(rho, -1.0, 1.0))))
+
+        return se
+
 
 def _phi_nodes(n: int) -> np.ndarray:
     phi = 0.5 * np.pi * np.cos(np.pi * np.arange(n) / (n - 1))[::-1]
