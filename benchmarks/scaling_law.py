@@ -30,7 +30,6 @@ import json
 import math
 import time
 import warnings
-import zlib
 from pathlib import Path
 
 import numpy as np
@@ -207,21 +206,62 @@ def read_rows(files: list[Path]) -> list[dict]:
     return list(by_key.values())
 
 
+#: the law's columns of a samples row (``repredict`` recomputes them)
+LAW_KEYS = ("predicted", "predicted_error", "hit_mean_predicted", "hit_sd_predicted",
+            "iqr_predicted")
+
+
+def repredict(files: list[Path], out: Path) -> None:
+    """Every row of ``files`` into ``out``, the samples rows' law columns recomputed with the
+    current law (its defaults: ``method="auto"``) and the law's columns as measured kept under
+    ``*_before``, with the expansion's samples (``predicted_expansion``) and the method the law
+    picked (``law_method``). The measurements are unchanged."""
+    from dataclasses import replace
+
+    laws: dict = {}
+    rows = read_rows(files)
+    with out.open("w") as f:
+        for r in rows:
+            if r["kind"] == "samples":
+                key = (r["config"], r["sign"])
+                if key not in laws:
+                    laws[key] = _law(*key)
+                law, d = laws[key], int(r["d"])
+                hl = law.law(d)
+                q25, q75 = hl.hitting_quantile([0.25, 0.75])
+                new = dict(zip(LAW_KEYS, (hl.samples, law.samples_error(d), hl.hit_mean,
+                                          hl.hit_sd, float(q75 - q25))))
+                for k in LAW_KEYS:
+                    r[k + "_before"] = _get(r, k, {"hit_mean_predicted": "hit_mean_pred",
+                                                   "hit_sd_predicted": "hit_sd_pred",
+                                                   "iqr_predicted": "iqr_pred"}.get(k, k))
+                r.update(new, law_method=law.law_method(d),
+                         predicted_expansion=replace(law, method="expansion",
+                                                     _laws={}).samples(d))
+                print(r["config"], r["sign"], d, r["law_method"], r["predicted_before"],
+                      r["predicted"], r["measured"], flush=True)
+            f.write(json.dumps(r) + "\n")
+
+
 def table(files: list[Path]) -> str:
     rows = read_rows(files)
-    lines = ["| config | sign | d | L | runs | predicted | measured [95 %] | pred/meas − 1 | "
+    lines = ["| config | sign | d | L | runs | law's step | predicted | expansion | "
+             "measured [95 %] | pred/meas − 1 | "
              "hit mean pred / meas | hit sd pred / meas | IQR pred / meas [95 %] |",
-             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+             "| --- | --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: "
+             "| ---: |"]
     for r in sorted((r for r in rows if r["kind"] == "samples"),
                     key=lambda r: (r["config"], r["sign"], r["d"])):
+        how = r.get("law_method", "expansion")
+        exp = r.get("predicted_expansion", r["predicted"])
         if not np.isfinite(r.get("measured", np.nan)):
             lines.append(f"| {r['config']} | {r['sign']} | {r['d']:,} | {r['L']:,} | 0 | "
-                         f"{r['predicted']:,.0f} | — | — | — | — | — |")
+                         f"{how} | {r['predicted']:,.0f} | {exp:,.0f} | — | — | — | — | — |")
             continue
         rel = r["predicted"] / r["measured"] - 1 if r["measured"] > 0 else float("nan")
         lines.append(
-            f"| {r['config']} | {r['sign']} | {r['d']:,} | {r['L']:,} | {r['runs']} | "
-            f"{r['predicted']:,.0f} ± {r['predicted_error']:,.0f} | "
+            f"| {r['config']} | {r['sign']} | {r['d']:,} | {r['L']:,} | {r['runs']} | {how} | "
+            f"{r['predicted']:,.0f} ± {r['predicted_error']:,.0f} | {exp:,.0f} | "
             f"{r['measured']:,.0f} [{_get(r, 'measured_lo', 'lo'):,.0f}, "
             f"{_get(r, 'measured_hi', 'hi'):,.0f}] | {rel:+.1%} | "
             f"{_get(r, 'hit_mean_predicted', 'hit_mean_pred'):,.0f} / {r['hit_mean']:,.0f} | "
@@ -286,9 +326,17 @@ def main() -> None:
                     "(a later file's point replaces an earlier one's)")
     ap.add_argument("--docs", default="", help="write the table into this page between "
                     f"{DOCS_BEGIN} and {DOCS_END}")
+    ap.add_argument("--repredict", default="", help="FILE: write the rows of --table-from and "
+                    "--out here with the law's columns recomputed by the current law "
+                    "(measurements unchanged), and make the table from FILE alone")
     a = ap.parse_args()
     out = Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)
+    if a.repredict:
+        files = [Path(f) for f in filter(None, a.table_from.split(","))] + \
+            ([out] if out.exists() else [])
+        repredict(files, Path(a.repredict))
+        a.table_only, a.table_from, out = True, "", Path(a.repredict)
     if not a.table_only:
         done = _done(out)
         dims = [] if a.critical_only else [int(float(x)) for x in a.dims.split(",")]

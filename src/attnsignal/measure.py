@@ -148,7 +148,7 @@ def compare_law(law: Any, dims: Sequence[int], *, runs: int,
     """The law of a :class:`~attnsignal.theory.scaling.ScalingLaw` against the chain at each
     dimension of ``dims``: one row per dimension with the step, ``τ``, the prediction and its
     Monte-Carlo error, the predicted hitting-time law (mean, standard deviation, interquartile
-    range) and — with ``runs >= 2`` — the measurement (:func:`measure_samples` over
+    range), which mean step the law used (``law_method``: "expansion" or "exact") and — with ``runs >= 2`` — the measurement (:func:`measure_samples` over
     ``horizon ×`` the predicted samples) with its bootstrap intervals. A dimension where the
     target is not reached (prediction ``inf``) is not simulated. The runs at ``d`` draw from
     ``seeds.stream(seed, "d", d)``: independent between dimensions, so that the points' errors
@@ -164,6 +164,7 @@ def compare_law(law: Any, dims: Sequence[int], *, runs: int,
                "eta": float(law.step_size(int(d))), "tau": law.tau(int(d)), "predicted": pred,
                "predicted_error": law.samples_error(int(d)), "hit_mean_predicted": hl.hit_mean,
                "hit_sd_predicted": hl.hit_sd, "iqr_predicted": float(q75 - q25),
+               "law_method": law.law_method(int(d)),
                "measured": math.nan, "measured_lo": math.nan, "measured_hi": math.nan,
                "hit_mean": math.nan, "hit_sd": math.nan, "iqr": math.nan, "iqr_lo": math.nan,
                "iqr_hi": math.nan, "reached": math.nan, "runs": 0}

@@ -99,8 +99,11 @@ def test_leading_coefficient_is_two_beta_squared_rho_times_the_fourth_moment():
 
 @pytest.fixture(scope="module")
 def slice_laws():
+    """The expansion's laws (the limit, the closed forms and the critical c are the
+    expansion's; the exact-moment law has its own tests below, the benchmark the rest)."""
     return {s: scaling_law(ModelConfig(d=1000, signal_sign=s, **SLICE), target=0.5, c=0.02,
-                           n_samples=2000, seed=1) for s in ("fixed", "random")}
+                           n_samples=2000, seed=1, method="expansion")
+            for s in ("fixed", "random")}
 
 
 @pytest.fixture(scope="module")
@@ -186,6 +189,51 @@ def test_exact_critical_c_matches_the_expansion_where_the_step_is_small(slice_la
     assert law.c_critical_at(1000, method="exact") == pytest.approx(c_exp, rel=0.01)
 
 
+def test_law_keeps_the_expansion_where_its_step_is_accurate(slice_laws):
+    """L = 20 at d = 1003, random sign, η ≈ 8e-6: the expansion's mean step is the exact
+    one-step mean within the probes' Monte-Carlo error (to 0.6 % at 16 000 draws; the rule
+    keeps it within 1 % or two standard errors): "auto" keeps it — the same law, bit for
+    bit. (d = 1003: Φ' there is the law's own quadrature, no other.)"""
+    from dataclasses import replace
+
+    d, expansion = 1003, slice_laws["random"]
+    law = replace(expansion, method="auto", _laws={})
+    err, se = law.step_error(d)
+    assert err <= max(0.01, 2 * se) < 0.05 and law.law_method(d) == "expansion"
+    assert law.samples(d) == expansion.samples(d)
+
+
+def test_law_takes_the_exact_one_step_moments_where_the_expansion_is_off():
+    """L = 12 at d = 1003, random sign, at 0.8 × the expansion's critical c: the expansion's
+    mean step is 8 % off the exact one (2.5 SE): "auto" switches, and the law is a literal
+    computation from :func:`one_step_moments` — its mean step and variance at the probes are
+    the one-step moments there (common draws: interpolation error only, < 1 %), and its
+    samples are those of :func:`hitting_law` on a table of 32 alignments linearly
+    interpolated (the symmetry by reflection), to 1 %."""
+    from attnsignal.theory.escape import hitting_law
+    from attnsignal.theory.moments import one_step_moments
+
+    d = 1003
+    law = scaling_law(ModelConfig(d=d, signal_sign="random", **SMALL), target=0.5, c=0.016,
+                      n_samples=2000, seed=1)
+    err, se = law.step_error(d)
+    assert err > max(0.05, 2 * se) and law.law_method(d) == "exact"
+    model, eta = law.model_at(d), law.step_size(d)
+    m, v = law._exact_moments(d, law.c)
+    rr = np.arange(32) / 32.0  # holds the probes 1/8, 1/4, 1/2
+    rr[0] = 1e-3
+    om = one_step_moments(model, rr, eta, n_samples=2000, seed=1)
+    r = np.array([4, 8, 16])
+    assert m(rr[r]) == pytest.approx(om.drift_rho[r, 0], rel=0.01)
+    assert v(rr[r]) == pytest.approx(om.var_rho[r, 0], rel=0.01)
+    x = np.concatenate([-rr[::-1], rr])
+    mean = np.concatenate([-om.drift_rho[::-1, 0], om.drift_rho[:, 0]])
+    var = np.concatenate([om.var_rho[::-1, 0], om.var_rho[:, 0]])
+    literal = hitting_law(lambda q: np.interp(q, x, mean), lambda q: np.interp(q, x, var), d,
+                          0.5)
+    assert law.samples(d) == pytest.approx(literal.samples, rel=0.01)
+
+
 def test_bad_input_is_one_line():
     m = ModelConfig(d=100, **SLICE)
     with pytest.raises(ConfigError, match="^path:"):
@@ -198,6 +246,8 @@ def test_bad_input_is_one_line():
         scaling_law(m.replace(d=3), target=0.5)
     with pytest.raises(ConfigError, match="^c:"):
         scaling_law(m, target=0.5, c=-1.0)
+    with pytest.raises(ConfigError, match="^method:"):
+        scaling_law(m, target=0.5, c=0.1, method="exact", schedule="optimal")
 
 
 def test_the_law_at_large_d_tends_to_the_fixed_L_limit(slice_laws, random_limit):

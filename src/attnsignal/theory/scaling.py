@@ -24,7 +24,11 @@ The law at a dimension (:meth:`ScalingLaw.law`) is exact in ``d`` up to Monte-Ca
 ``(1 − ρ²) Var g_e`` from the polynomial moments, combined by :func:`.escape.hitting_law` (the
 flow of the modified drift from the uniform start's law, with the noise as an equivalent
 perturbation of the start). At fixed ``L`` one set of moments serves every ``d``; on the
-proportional path each ``d`` has its own ``L`` and its own moments.
+proportional path each ``d`` has its own ``L`` and its own moments. Where that mean step
+``ηF − η²κ`` is off the exact one-step mean by more than 1 % of the step (at ``L = 5000``,
+``β = 1`` it is off by 3–8 % at ``η ≈ 10⁻⁴``: heavy-tailed gradients), the law takes the exact
+one-step mean and variance at the law's step instead (``method="auto"``,
+:meth:`ScalingLaw.law_method`).
 
 On the proportional path ``s`` and ``τ`` are constants: the step does not shrink and the
 samples tend to a constant as ``d`` grows. The fixed sign's runs become deterministic there (the
@@ -55,7 +59,7 @@ from .dimension_moments import DimensionMoments, dimension_moments
 from .escape import HittingLaw, hitting_law, settled_mean
 from .field import dphi_interpolant
 from .moments import one_step_moments
-from .settled import stationary_mean_abs, step_moments
+from .settled import StepMoments, stationary_mean_abs, step_moments
 
 __all__ = ["PATHS", "SCHEDULES", "ScalingLaw", "ScalingLimit", "scaling_law", "step_scale",
            "time_scale"]
@@ -72,7 +76,15 @@ _C_MAX = 1e12
 _EXPANSION_RTOL = 0.01
 #: the exact critical c's draws, in multiples of the law's (``c_critical_at``)
 _EXACT_DRAWS = 4
-_CRIT_METHOD = OneOf("auto", "expansion", "exact")
+#: the methods of ``c_critical_at`` and of the law of a run (``scaling_law(method=...)``)
+_METHOD = OneOf("auto", "expansion", "exact")
+#: the law of a run keeps the expansion's mean step ``ηF − η²κ`` where it is within this
+#: fraction of the exact one-step mean at the probes ±X/4, ±X/2, ±X (``law_method``): the
+#: samples are ``∫ dρ/g``, so a relative error ε of the step is about ε in the samples, and
+#: 1 % is a fifth of the 5 % the law is verified to
+_STEP_RTOL = 0.01
+#: probes of the mean step's check, in units of the target
+_PROBES = (0.25, 0.5, 1.0)
 
 
 def _bisect_log(ok: Callable[[float], bool], lo: float, hi: float, rtol: float) -> float:
@@ -223,6 +235,7 @@ class ScalingLaw:
     model : the reference model (its ``d``, ``R``, ``N`` fix the path)
     target : the mean ``|ρ|`` to reach;  c : the step constant (``η = c s(d, L)``)
     schedule : "constant" | "optimal";  path : "fixed_L" | "proportional";  update
+    method : the law's mean step and noise: "auto" | "expansion" | "exact" (:meth:`law_method`)
     """
 
     model: ModelConfig
@@ -233,7 +246,9 @@ class ScalingLaw:
     update: str
     n_samples: int
     seed: Any
+    method: str = "auto"
     _moments: dict = field(default_factory=dict, repr=False)
+    _exact: dict = field(default_factory=dict, repr=False)
     _laws: dict = field(default_factory=dict, repr=False)
     _critical: dict = field(default_factory=dict, repr=False)
 
@@ -296,9 +311,12 @@ class ScalingLaw:
     def _drift(self, d: int) -> tuple[Callable, Callable, Callable]:
         """``F``, ``κ``, ``V = (1 − ρ²) Var g_e`` at ``d`` (standardised)."""
         m = self.model_at(d)
-        std = m.standardized()
         mom = self._moments_for(m)
-        dphi = _dphi_at(std, d)
+        key = ("dphi", m.n_informative, m.n_nuisance)
+        if key not in self._moments:  # Φ'_3 and Φ'_1003: Φ'_d at every d of this L
+            self._moments[key] = _dphi_ends(m.standardized())
+        a, b = self._moments[key]
+        dphi = a + (b - a) * ((d - 3) / 1000.0)
 
         def F(rho: np.ndarray) -> np.ndarray:
             rho = np.asarray(rho, dtype=np.float64)
@@ -340,10 +358,93 @@ class ScalingLaw:
 
         return g, v, eta_of
 
-    def _law(self, d: int, c: float, shift: float = 0.0) -> HittingLaw:
-        key = (int(d), float(c), float(shift))
+    def law_method(self, d: int, c: float | None = None) -> str:
+        """Which mean step and noise the law of a run uses at ``d`` (and ``c``, default this
+        law's): ``"expansion"`` — ``ηF − η²κ`` and ``η²(1 − ρ²) Var g_e``, one set of moments
+        for every ``d`` and ``c``; ``"exact"`` — the exact one-step mean and variance at the
+        step ``c s(d, L)`` (:func:`.settled.step_moments` at that one step: every order of ``η``
+        in the first two moments). ``method="auto"`` takes the exact ones where the expansion's
+        mean step differs from the exact one-step mean by more than 1 % of the step and two
+        Monte-Carlo standard errors at any of the probes ``±X/4, ±X/2, ±X`` (``X`` the target;
+        :meth:`step_error`). The feedback schedule uses the expansion (its ``η*(ρ)`` is the
+        expansion's)."""
+        cc = self.c if c is None else float(c)
+        if self.schedule != "constant" or self.method == "expansion":
+            return "expansion"
+        if self.method == "exact":
+            return "exact"
+        err, se = self.step_error(int(d), cc)
+        return "exact" if err > max(_STEP_RTOL, 2.0 * se) else "expansion"
+
+    def step_error(self, d: int, c: float | None = None) -> tuple[float, float]:
+        """How far the expansion's mean step ``g = ηF − η²κ`` is from the exact one-step mean
+        ``m`` at the step ``c s(d, L)``: ``|m − g|/|g|`` at the probe ``±X/4, ±X/2, ±X`` where
+        it exceeds twice its Monte-Carlo standard error by the most (the random sign: ``ρ > 0``,
+        its moments are odd), and that standard error — the exact drift's: whether the exact
+        step is resolved away from the expansion's (``κ``'s own error is the law's, which
+        :meth:`samples_error` reports; its bound, the coefficients' errors summed over the
+        powers of ``D``, is several times the exact drift's at ``L = 5000``). ``m`` is read from
+        the table the exact law uses (:meth:`_exact_moments`, interpolated between its nodes):
+        its draws are the check's cost, and a switch to the exact law costs no more draws."""
+        d, cc = int(d), self.c if c is None else float(c)
+        key = ("error", d, cc)
+        if key not in self._exact:
+            X = self.target
+            rho = np.array([f * X for f in _PROBES if f * X < 1.0])
+            if self.model.signal_sign != "random":
+                rho = np.concatenate([-rho[::-1], rho])
+            m, _ = self._exact_moments(d, cc)
+            se = self._exact_table(d, cc).drift_se_at(self.step_size(d, cc))(rho)
+            gr = self._step_drift(d, cc)[0](rho)
+            scale = np.where(np.abs(gr) > 0, np.abs(gr), np.inf)
+            err, se = np.abs(m(rho) - gr) / scale, se / scale
+            j = int(np.argmax(err - 2.0 * se))
+            self._exact[key] = (float(err[j]), float(se[j]))
+        return self._exact[key]
+
+    def _exact_gap(self, d: int, c: float, rho: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """At ``rho`` and the step ``c s(d, L)``: the exact one-step mean minus the expansion's
+        mean step, the difference's Monte-Carlo standard error and the expansion's finite-step
+        term ``η²κ`` (per step of ``ρ``)."""
+        m = self.model_at(d)
+        eta = self.step_size(d, c)
+        om = one_step_moments(m, rho, eta, n_samples=self.draws_at(m), seed=self.seed,
+                              update=self.update)
+        F, kap, _ = self._drift(d)
+        es = eta * m.noise_std ** 2  # the standardised step of F and κ
+        fin = es * es * kap(rho)
+        kse = np.abs(self._moments_for(m).kappa_at(d, self.update, 1.0)(rho) - kap(rho))
+        se = np.hypot(om.stderr_drift_rho[:, 0], es * es * kse)
+        return om.drift_rho[:, 0] - (es * F(rho) - fin), se, fin
+
+    def _exact_table(self, d: int, c: float) -> StepMoments:
+        """The exact one-step moments at the step ``c s(d, L)`` (:func:`.settled.step_moments`
+        at that one step, 41 nodes in ``arcsin ρ``, the law's draws)."""
+        key = ("table", int(d), float(c))
+        if key not in self._exact:
+            m = self.model_at(d)
+            eta = self.step_size(d, c)
+            self._exact[key] = step_moments(m, eta, eta, n_eta=1, n_samples=self.draws_at(m),
+                                            seed=self.seed, update=self.update)
+        return self._exact[key]
+
+    def _exact_moments(self, d: int, c: float, shift: float = 0.0) -> tuple[Callable, Callable]:
+        """The exact one-step mean and variance at the step ``c s(d, L)`` as functions of ``ρ``
+        (:meth:`_exact_table`; ``shift`` standard errors of the mean taken off ``|m|``)."""
+        return self._exact_table(d, c).at(self.step_size(d, c), shift)
+
+    def _law(self, d: int, c: float, shift: float = 0.0, method: str | None = None
+             ) -> HittingLaw:
+        """The law of a run at ``d`` and ``c`` with the mean step and noise of ``method``
+        (default: :meth:`law_method`'s choice)."""
+        how = method or self.law_method(d, c)
+        key = (int(d), float(c), float(shift), how)
         if key not in self._laws:
-            g, v, _ = self._step_drift(d, c, shift)
+            if how == "exact":
+                g, v = self._exact_moments(d, c, shift)
+            else:
+                g, v, _ = self._step_drift(d, c, shift)
             self._laws[key] = hitting_law(g, v, self.model_at(d).d, self.target)
         return self._laws[key]
 
@@ -360,8 +461,9 @@ class ScalingLaw:
         return float(out[0]) if np.ndim(d) == 0 else out
 
     def samples_error(self, d: int) -> float:
-        """Monte-Carlo error of :meth:`samples` at ``d``: half the change when ``κ`` moves by
-        ``±1`` standard error at every alignment (fully correlated: an upper estimate)."""
+        """Monte-Carlo error of :meth:`samples` at ``d``: half the change when ``κ`` (with the
+        exact one-step moments, :meth:`law_method`: the mean step) moves by ``±1`` standard
+        error at every alignment (fully correlated: an upper estimate)."""
         lo = self._law(int(d), self.c, -1.0).samples
         hi = self._law(int(d), self.c, 1.0).samples
         return 0.5 * abs(hi - lo)
@@ -398,7 +500,7 @@ class ScalingLaw:
 
         Returns ``nan`` with a ``RuntimeWarning`` where the exact bisection cannot bracket the
         crossing (four step tables from ``c₀/432`` to ``648 c₀``)."""
-        _CRIT_METHOD.check("method", method)
+        _METHOD.check("method", method)
         if n_samples is not None:
             Integer(ge=100).check("n_samples", n_samples)
         key = (int(d), int(side), method, n_samples)
@@ -446,20 +548,12 @@ class ScalingLaw:
         in the same units (the exact drift's and ``κ``'s, combined). Both relative to the
         finite-step term, which sets where the runs settle near the critical ``c``; at the
         plateau where the difference exceeds twice its error by the most."""
-        m = self.model_at(d)
-        eta = self.step_size(d, c)
         rho = np.array([p for p in self._plateaus(d, c, side) if abs(p) < 1.0])
         if rho.size == 0:
             return 0.0, 0.0
-        om = one_step_moments(m, rho, eta, n_samples=self.draws_at(m), seed=self.seed,
-                              update=self.update)
-        F, kap, _ = self._drift(d)
-        es = eta * m.noise_std ** 2  # the standardised step of F and κ
-        fin = es * es * np.abs(kap(rho))
-        fin = np.where(fin > 0, fin, np.inf)
-        err = np.abs(om.drift_rho[:, 0] - (es * F(rho) - es * es * kap(rho))) / fin
-        kse = np.abs(self._moments_for(m).kappa_at(d, self.update, 1.0)(rho) - kap(rho))
-        se = np.hypot(om.stderr_drift_rho[:, 0] / fin, es * es * kse / fin)
+        gap, se, fin = self._exact_gap(d, c, rho)
+        fin = np.where(fin != 0, np.abs(fin), np.inf)
+        err, se = np.abs(gap) / fin, se / fin
         j = int(np.argmax(err - 2.0 * se))
         return float(err[j]), float(se[j])
 
@@ -497,13 +591,14 @@ class ScalingLaw:
 
     def c_optimal_at(self, d: int) -> float:
         """The constant ``c`` with the fewest predicted samples at ``d`` (bounded Brent search
-        on ``log c`` below ``c_critical_at(d)``, relative tolerance about 1e-3)."""
+        on ``log c`` below ``c_critical_at(d)``, relative tolerance about 1e-3) — the samples of
+        the expansion's law (one set of moments serves every candidate ``c``)."""
         cc = self.c_critical_at(d, method="expansion")  # the bound of the law's own samples
         if not (0 < cc < math.inf):
             return float("nan")
 
         def f(x: float) -> float:
-            n = self._law(d, math.exp(x)).samples
+            n = self._law(d, math.exp(x), method="expansion").samples
             return n if np.isfinite(n) else 1e300
 
         res = minimize_scalar(f, bounds=(math.log(cc) - 6.0, math.log(cc * (1 - 1e-3))),
@@ -584,16 +679,16 @@ def _feedback_step(F: Callable, kap: Callable, target: float) -> Callable:
     return eta
 
 
-def _dphi_at(std: ModelConfig, d: int) -> Chebyshev:
-    """``Φ'_d`` of the standardised model as one Chebyshev series: ``Φ'_d = Φ'_3 + (d − 3) Ψ'``,
-    exact in ``d`` (``Φ_d = Φ_A + (d − 1) Ψ``), ``Ψ' = (Φ'_1003 − Φ'_3)/1000``."""
+def _dphi_ends(std: ModelConfig) -> tuple[Chebyshev, Chebyshev]:
+    """``Φ'_3`` and ``Φ'_1003`` of the standardised model as Chebyshev series: ``Φ'_d = Φ'_3 +
+    (d − 3) Ψ'`` exactly in ``d`` (``Φ_d = Φ_A + (d − 1) Ψ``), ``Ψ' = (Φ'_1003 − Φ'_3)/1000``."""
     from .field import _chebyshev
     from .landscape import default_method
 
     method = default_method(std)
     a, _ = _chebyshev(replace(std, d=3), method, 20_000, 0)
     b, _ = _chebyshev(replace(std, d=1003), method, 20_000, 0)
-    return a + (b - a) * ((d - 3) / 1000.0)
+    return a, b
 
 
 _PATH = OneOf(*PATHS)
@@ -601,10 +696,10 @@ _SCHEDULE = OneOf(*SCHEDULES)
 
 
 @validated(model=MODEL, target=TARGET, c=Optional(Real(gt=0.0)), schedule=_SCHEDULE,
-           path=_PATH, update=UPDATE, n_samples=Integer(ge=100), seed=SEED)
+           path=_PATH, update=UPDATE, n_samples=Integer(ge=100), seed=SEED, method=_METHOD)
 def scaling_law(model: ModelConfig, *, target: float, c: float | None = None,
                 schedule: str = "constant", path: str = "fixed_L", update: str = "projected",
-                n_samples: int = 4000, seed: int = 0) -> ScalingLaw:
+                n_samples: int = 4000, seed: int = 0, method: str = "auto") -> ScalingLaw:
     """The sample-complexity law of ``model``'s path (module docstring; ``docs/scaling.md``).
 
     Parameters
@@ -617,15 +712,23 @@ def scaling_law(model: ModelConfig, *, target: float, c: float | None = None,
     path : "fixed_L" | "proportional"
     update : "projected" | "riemannian" (the finite-step term differs)
     n_samples, seed : draws of the moments (per ``L``)
+    method : the mean step and noise of the law of a run — "auto" (the expansion's where it
+        is within 1 % of the exact one-step mean, :meth:`ScalingLaw.law_method`), "expansion"
+        or "exact" (the latter for the constant schedule only)
 
     Raises
     ------
-    ConfigError for bad input, ``d < 4``, or a target that no constant step reaches.
+    ConfigError for bad input, ``d < 4``, ``method="exact"`` with the feedback schedule, or a
+    target that no constant step reaches.
     """
+    if method == "exact" and schedule != "constant":
+        raise ConfigError("method", "must be 'auto' or 'expansion' with schedule='optimal' (the "
+                          "feedback step is the expansion's)", method)
     if model.d < 4:
         raise ConfigError("model.d", "must be >= 4 for a scaling law (the moments use χ²_{d−3})",
                           model.d)
-    law = ScalingLaw(model, float(target), 1.0, "constant", path, update, int(n_samples), seed)
+    law = ScalingLaw(model, float(target), 1.0, "constant", path, update, int(n_samples), seed,
+                     method)
     if c is None:
         copt = law.c_optimal_at(model.d)
         if not np.isfinite(copt):

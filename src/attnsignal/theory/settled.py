@@ -57,26 +57,33 @@ Fn = Callable[[np.ndarray], np.ndarray]
 class StepMoments:
     """``m/η`` and ``v/η²`` of one step on ``rho`` (``(n_rho,)``) × ``eta`` (``(n_eta,)``, model
     units, geometric), with the drift's largest Monte-Carlo standard error relative to
-    ``|m|`` at each step (``rel_se``)."""
+    ``|m|`` at each step (``rel_se``) and its standard error at each node (``drift_se``, in the
+    units of ``drift``)."""
 
     rho: np.ndarray
     eta: np.ndarray
     drift: np.ndarray  # m/η
     var: np.ndarray  # v/η²
     rel_se: np.ndarray
+    drift_se: np.ndarray  # se(m)/η
 
-    def at(self, eta: float) -> tuple[Fn, Fn]:
-        """``(m, v)`` at the step ``eta`` (inside the tabulated range) as functions of ``ρ``."""
+    def at(self, eta: float, shift: float = 0.0) -> tuple[Fn, Fn]:
+        """``(m, v)`` at the step ``eta`` (inside the tabulated range) as functions of ``ρ``;
+        ``shift`` standard errors of the drift taken off ``|m|`` at every node (fully
+        correlated; ``shift > 0`` slows the runs, as a larger ``κ`` would)."""
         lo, hi = float(self.eta[0]), float(self.eta[-1])
         if not lo * (1 - 1e-9) <= eta <= hi * (1 + 1e-9):
             raise ValueError(f"eta = {eta} outside the tabulated range [{lo}, {hi}]")
         le = np.log(self.eta)
         x = math.log(eta)
         if self.eta.size == 1:
-            dr, vr = self.drift[:, 0], self.var[:, 0]
+            dr, vr, se = self.drift[:, 0], self.var[:, 0], self.drift_se[:, 0]
         else:
             dr = CubicSpline(le, self.drift, axis=1)(x)
             vr = CubicSpline(le, self.var, axis=1)(x)
+            se = CubicSpline(le, self.drift_se, axis=1)(x)
+        if shift:  # towards zero, with a sign smoothed where |m| is within its error
+            dr = dr - shift * se * dr / np.sqrt(dr * dr + se * se + 1e-300)
         phi = np.arcsin(self.rho)
         sd = CubicSpline(phi, dr)
         sv = CubicSpline(phi, np.maximum(vr, 0.0))
@@ -88,6 +95,17 @@ class StepMoments:
             return eta * eta * np.maximum(sv(np.arcsin(np.clip(rho, -1.0, 1.0))), 0.0)
 
         return m, v
+
+    def drift_se_at(self, eta: float) -> Fn:
+        """The standard error of ``m`` at the step ``eta`` (a tabulated step) as a function of
+        ``ρ`` (interpolated between the nodes)."""
+        k = int(np.argmin(np.abs(np.log(self.eta / eta))))
+        sse = CubicSpline(np.arcsin(self.rho), self.drift_se[:, k])
+
+        def se(rho: np.ndarray) -> np.ndarray:
+            return eta * np.abs(sse(np.arcsin(np.clip(rho, -1.0, 1.0))))
+
+        return se
 
 
 def _phi_nodes(n: int) -> np.ndarray:
@@ -121,7 +139,7 @@ def step_moments(model: ModelConfig, eta_lo: float, eta_hi: float, *, n_eta: int
     scale = np.max(np.abs(dr), axis=0)
     rel = np.max(se, axis=0) / np.where(scale > 0, scale, 1.0)
     return StepMoments(rho=r, eta=etas, drift=dr / etas[None, :],
-                       var=vr / (etas * etas)[None, :], rel_se=rel)
+                       var=vr / (etas * etas)[None, :], rel_se=rel, drift_se=se / etas[None, :])
 
 
 def _basins(m: Fn) -> list[tuple[float, float]]:
