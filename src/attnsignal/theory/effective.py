@@ -21,8 +21,10 @@ One-step moments
 ----------------
 At alignments ``0.2`` apart in ``z`` and steps log-spaced over the schedule, the drift
 ``m(z, η) = E[Δz]`` and diffusion ``v(z, η) = Var[Δz]`` of one exact update, importance-sampled
-on the largest attention score and with draws added until their standard errors are below
-``rtol`` (:func:`.moments.moment_table`). Between table points ``(m − ηΦ') s²/η²`` and
+on the largest attention score, the drift with two control variates of exact mean, and with
+draws added until their standard errors are below ``rtol`` (:func:`.moments.moment_table`) —
+with a tolerance, only at the nodes the law visits (a node it never reaches does not move the
+prediction). Between table points ``(m − ηΦ') s²/η²`` and
 ``v s²/η²`` (bounded, smooth) are interpolated by cubic splines in ``log η`` and in ``z``.
 
 Evolution of the law
@@ -1265,12 +1267,17 @@ def effective_dynamics(model: ModelConfig, step: Any, *, steps: int,
     n_samples : reduced draws per moment node to start with (int >= 100)
     rtol : relative Monte-Carlo tolerance of the one-step moments: draws are doubled at the
         nodes whose drift or variance standard error exceeds it, up to ``max_samples``
-        (default ``16·n_samples``; :mod:`.moments`); None: exactly ``n_samples``
+        (default ``16·n_samples``; :mod:`.moments`) — with a ``tolerance``, at the nodes the
+        law visits (the others keep ``n_samples``), else at every node; None: exactly
+        ``n_samples`` (and with a tolerance, more at the visited nodes only while the
+        Monte-Carlo error exceeds half of it)
     replicates : ``K`` disjoint groups of the draws, whose moment tables are evolved separately
         for the standard errors (``mean_abs_stderr``, :meth:`EffectiveDynamics.quantile_stderr`);
         0 or 1: none (standard errors NaN)
-    tolerance : the largest acceptable error of the predicted mean ``|ρ|``; when the
-        :class:`Diagnostic` predicts more (or finds a cause), an
+    tolerance : the largest acceptable error of the predicted mean ``|ρ|``: while the
+        Monte-Carlo part (``t₀.₉₇₅,K−1`` times the replicates' standard error) exceeds half of
+        it, the draws at the nodes the law visits are multiplied (within ``max_samples``) and
+        the law evolved again; when the :class:`Diagnostic` predicts more (or finds a cause), an
         :class:`EffectiveDynamicsAccuracyWarning` names the cause (None: no check)
     strict : raise :class:`EffectiveDynamicsAccuracyError` instead of warning
     grid_step : spacing ``h`` of the ``z`` grid (default ``min(0.01, 0.1/√d)``, at most

@@ -21,18 +21,26 @@ Estimators
   therefore importance-sampled on the largest score (:class:`.reduced.ScoreTilt`): each draw
   carries a likelihood ratio ``w <= 2`` and every moment is a self-normalised weighted mean
   ``Σ w_i f_i / Σ w_i``.
-* **Drift.** With the control variate ``x = ηḡ_e/s`` of known mean ``ηΦ'(ρ)`` (``Δρ``:
-  ``x = ηsḡ_e``, mean ``η(1 − ρ²)Φ'``): ``E[Δz] = ηΦ' + E_w[Δz − c x] − c·0``, i.e.
-  ``m = mean_w(Δz − c(x − ηΦ'))`` with the weighted regression coefficient ``c``.
+* **Drift.** Two control variates of known mean: ``x = ηḡ_e/s`` (mean ``ηΦ'(ρ)``, the
+  first-order drift; ``Δρ``: ``x = ηsḡ_e``, mean ``η(1 − ρ²)Φ'``) and, for the projected
+  update, ``x' = ηḡ_q`` (mean ``η·β∂Φ/∂β``: ``ℓ = ||f_q(X)||²`` depends on ``q`` through
+  ``βq`` alone, so ``g_q = ⟨∇ℓ, q⟩ = β∂ℓ/∂β``; :func:`_gq_mean_std`). ``ḡ_q`` enters ``Δz``
+  at second order (``−η²ḡ_qḡ_e/s``) and through the step's norm, and takes a quarter to a
+  half of the residual variance left by ``x`` at small ``L``. ``m = mean_w(Δz − c·(x − E x)
+  − c'·(x' − E x'))`` with ``(c, c')`` the weighted regression coefficients (``c'`` = 0 for
+  the riemannian update, which has no ``ḡ_q``, and where no exact quadrature gives its mean).
 * **Variance** ``v = Σ w(Δz − m̄)² / (Σ w − Σ w²/Σ w)`` (unbiased for equal weights).
 * **Standard errors** from the influence functions of the self-normalised estimators:
-  ``SE(m)² = Σ w²(r − r̄)²/(Σ w)²`` with ``r = Δz − c x``, and
+  ``SE(m)² = Σ w²(r − r̄)²/(Σ w)²`` with ``r = Δz − c x − c' x'``, and
   ``SE(v)² = Σ w²((Δz − m̄)² − v)²/(Σ w)²`` — the fourth moment, not ``v√(2/n)``.
 * **Adaptive draws.** With ``rtol`` set, draws are added (the total doubling each round, up to
   ``max_samples``) at every node whose standard errors exceed ``SE(v) <= rtol·v`` and
   ``SE(m) <= rtol·max(|ηΦ'| + |m − ηΦ'|, ⅒ of the largest such scale at that step)`` at any
   step; a node that meets them keeps its draws. ``converged`` says whether every node met
-  them; ``draws`` gives the draws each node used.
+  them; ``draws`` gives the draws each node used. :func:`refine_table` and
+  :func:`extend_table` add draws at chosen nodes only (a round of draws costs about the same
+  whatever the nodes — the draw, not its evaluation at each node, is the cost — but the nodes
+  outside are left at their draws).
 * **Replicates.** The draws of each round are split into ``K`` equal groups whose sums are kept
   apart: ``K`` independent replicate estimates (each from ``1/K`` of the draws) beside the
   pooled one, from which the effective dynamics measures the Monte-Carlo error of its
