@@ -21,8 +21,10 @@ One-step moments
 ----------------
 At alignments ``0.2`` apart in ``z`` and steps log-spaced over the schedule, the drift
 ``m(z, η) = E[Δz]`` and diffusion ``v(z, η) = Var[Δz]`` of one exact update, importance-sampled
-on the largest attention score and with draws added until their standard errors are below
-``rtol`` (:func:`.moments.moment_table`). Between table points ``(m − ηΦ') s²/η²`` and
+on the largest attention score, the drift with two control variates of exact mean, and with
+draws added until their standard errors are below ``rtol`` (:func:`.moments.moment_table`) —
+with a tolerance, only at the nodes the law visits (a node it never reaches does not move the
+prediction). Between table points ``(m − ηΦ') s²/η²`` and
 ``v s²/η²`` (bounded, smooth) are interpolated by cubic splines in ``log η`` and in ``z``.
 
 Evolution of the law
@@ -97,7 +99,7 @@ from ._checks import BATCH, MODEL, RHO0, SEED, STEP, UPDATE
 from .reduced import _in_threads
 from .moments import (DEFAULT_RTOL, NODE_DZ, Z_CAP, MomentTable, OneStepMoments,
                       _max_samples, build_table, check_pool_memory, eta_nodes,
-                      extend_table, moment_table, one_step_moments, z_max)
+                      extend_table, moment_table, one_step_moments, refine_table, z_max)
 
 __all__ = ["BlockBudgetExceeded", "Diagnostic", "EffectiveDynamics",
            "EffectiveDynamicsAccuracyError", "EffectiveDynamicsAccuracyWarning", "MomentTable",
@@ -105,7 +107,7 @@ __all__ = ["BlockBudgetExceeded", "Diagnostic", "EffectiveDynamics",
            "moment_table", "one_step_moments", "schedule_etas", "record_schedule",
            "check_pool_memory", "z_max", "within_tolerance", "approximation_errors",
            "discreteness_errors", "check_effective_model", "check_grid_step", "MAX_D",
-           "MAX_NODE_BLOCKS", "pooled_law"]
+           "MAX_NODE_BLOCKS", "pooled_law", "visited_nodes"]
 
 _BLOCK_SD = 0.05          # largest spread of a block from a node that carries mass (in z)
 _ETA_CHANGE = 0.01        # largest relative change of η within a sub-block
@@ -1081,6 +1083,27 @@ def discreteness_errors(table: MomentTable, p0: np.ndarray, z: np.ndarray, h: fl
     return np.abs(summ[:, 1] - mean_abs)
 
 
+def _mc_error(se_abs: np.ndarray, K: int) -> tuple[float, float, float]:
+    """``(SE, t, t·SE)``: the largest standard error of the predicted mean ``|ρ|`` over the
+    records, Student's ``t`` 97.5 % quantile on ``K − 1`` degrees of freedom (the replicates
+    it comes from), and their product, the Monte-Carlo error (NaN without replicates)."""
+    se = float(np.nanmax(se_abs)) if np.any(np.isfinite(se_abs)) else math.nan
+    tq = float(student_t.ppf(0.975, K - 1)) if K >= 2 else math.nan
+    return se, tq, (tq * se if np.isfinite(se) else math.nan)
+
+
+def visited_nodes(table: MomentTable, law: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """The moment nodes that the law (records × grid ``z``) visits: a grid node within
+    ``±0.1`` of the moment node holds more than ``10⁻⁴`` of the mass at some record
+    (boolean, ``table.z_nodes.shape``)."""
+    mass = law.max(axis=0)
+    visited = np.zeros(table.z_nodes.size, dtype=bool)
+    for i, zn in enumerate(table.z_nodes):
+        near = np.abs(z - zn) <= 0.5 * NODE_DZ
+        visited[i] = bool(np.any(mass[near] > 1e-4))
+    return visited
+
+
 def _diagnose(ed_mean_abs_se: np.ndarray, K: int, table: MomentTable, law: np.ndarray,
               z: np.ndarray, rec_stats: np.ndarray, stats: np.ndarray, etas_used: np.ndarray,
               tolerance: float | None, rec_etas: np.ndarray | None = None,
@@ -1089,15 +1112,8 @@ def _diagnose(ed_mean_abs_se: np.ndarray, K: int, table: MomentTable, law: np.nd
     """The :class:`Diagnostic` of one evolution (module docstring, "Order and error");
     ``discrete``: :func:`discreteness_errors` at the records (None: not computed);
     ``rec_steps``: the records' step indices (a record at step 0 is the exact start)."""
-    se = float(np.nanmax(ed_mean_abs_se)) if np.any(np.isfinite(ed_mean_abs_se)) else math.nan
-    tq = float(student_t.ppf(0.975, K - 1)) if K >= 2 else math.nan
-    mc = tq * se if np.isfinite(se) else math.nan
-    # the moment nodes the law visits (mass above 1e-4 within ±0.1 of a node)
-    mass = law.max(axis=0)
-    visited = np.zeros(table.z_nodes.size, dtype=bool)
-    for i, zn in enumerate(table.z_nodes):
-        near = np.abs(z - zn) <= 0.5 * NODE_DZ
-        visited[i] = bool(np.any(mass[near] > 1e-4))
+    se, tq, mc = _mc_error(ed_mean_abs_se, K)
+    visited = visited_nodes(table, law, z)
     lo, hi = float(etas_used.min()), float(etas_used.max())
     cols = (table.etas >= lo / 1.3) & (table.etas <= hi * 1.3)
     if not np.any(cols):
@@ -1251,12 +1267,17 @@ def effective_dynamics(model: ModelConfig, step: Any, *, steps: int,
     n_samples : reduced draws per moment node to start with (int >= 100)
     rtol : relative Monte-Carlo tolerance of the one-step moments: draws are doubled at the
         nodes whose drift or variance standard error exceeds it, up to ``max_samples``
-        (default ``16·n_samples``; :mod:`.moments`); None: exactly ``n_samples``
+        (default ``16·n_samples``; :mod:`.moments`) — with a ``tolerance``, at the nodes the
+        law visits (the others keep ``n_samples``), else at every node; None: exactly
+        ``n_samples`` (and with a tolerance, more at the visited nodes only while the
+        Monte-Carlo error exceeds half of it)
     replicates : ``K`` disjoint groups of the draws, whose moment tables are evolved separately
         for the standard errors (``mean_abs_stderr``, :meth:`EffectiveDynamics.quantile_stderr`);
         0 or 1: none (standard errors NaN)
-    tolerance : the largest acceptable error of the predicted mean ``|ρ|``; when the
-        :class:`Diagnostic` predicts more (or finds a cause), an
+    tolerance : the largest acceptable error of the predicted mean ``|ρ|``: while the
+        Monte-Carlo part (``t₀.₉₇₅,K−1`` times the replicates' standard error) exceeds half of
+        it, the draws at the nodes the law visits are multiplied (within ``max_samples``) and
+        the law evolved again; when the :class:`Diagnostic` predicts more (or finds a cause), an
         :class:`EffectiveDynamicsAccuracyWarning` names the cause (None: no check)
     strict : raise :class:`EffectiveDynamicsAccuracyError` instead of warning
     grid_step : spacing ``h`` of the ``z`` grid (default ``min(0.01, 0.1/√d)``, at most
@@ -1329,41 +1350,49 @@ def effective_dynamics(model: ModelConfig, step: Any, *, steps: int,
         raise ConfigError("record", f"records × grid ({ks_rec.size} × {G}) must be <= "
                           f"{_MAX_LAW} doubles; record fewer steps", ks_rec.size)
 
-    # ---- moments
+    # ---- moments; with a tolerance, ``rtol`` is met at the nodes the law visits (below)
+    scoped = moments is None and tolerance is not None and rtol is not None
     if moments is None:
         table = build_table(model, zm, eta_nodes(float(eta_std.min()), float(eta_std.max())),
-                            batch, update, n_samples, seed, rtol, mx, replicates)
+                            batch, update, n_samples, seed, None if scoped else rtol, mx,
+                            replicates)
     else:
         table = moments
     t1 = time.perf_counter()
 
     p = _initial_law(z, h, d, z_start)
 
-    # ---- evolve the pooled table and each replicate (in parallel); with a tolerance, more
-    # draws while the Monte-Carlo error of the prediction takes more than half of it
+    # ---- evolve the pooled table and each replicate (in parallel); with a tolerance, draws
+    # added at the nodes the law visits — to ``rtol``, and more while the Monte-Carlo error of
+    # the prediction (measured again from the replicates after each addition) takes more than
+    # half of the tolerance — and the law evolved again
     t_more = 0.0
+    refined = np.zeros(table.z_nodes.size, dtype=bool)
     while True:
         ev = _evolve_all(table, p, z, h, eta_std, ks_rec, diffusion_scale, max_blocks, steps)
-        diag = _diagnose(ev.se_abs, ev.replicates, table, ev.law, z, ev.rec_stats,
-                         ev.stats, eta_std, tolerance, eta_std[np.maximum(ks_rec - 1, 0)],
-                         rec_steps=ks_rec)
-        if (moments is not None or tolerance is None or not np.isfinite(diag.mc_error)
-                or diag.mc_error <= _MC_SHARE * tolerance):
+        mc = _mc_error(ev.se_abs, ev.replicates)[2]
+        if moments is not None or tolerance is None:
             break
-        factor = min(16.0, max(2.0, 1.2 * (diag.mc_error / (_MC_SHARE * tolerance)) ** 2))
         t_ext = time.perf_counter()
-        bigger = extend_table(table, factor)
+        visited = visited_nodes(table, ev.law, z)
+        more = table
+        if scoped and np.any(visited & ~refined):
+            refined |= visited
+            more = refine_table(more, refined, float(rtol))  # type: ignore[arg-type]
+        if np.isfinite(mc) and mc > _MC_SHARE * tolerance:
+            more = extend_table(more, _extension(mc, tolerance), visited)
         t_more += time.perf_counter() - t_ext
-        if bigger is table:
+        same = more.draws is None or np.array_equal(more.draws, table.draws)
+        table = more
+        if same:
             break
-        table = bigger
+    disc = None
     if tolerance is not None and ev.stats[2] > _SINGLE_SHARE * ev.stats[0]:
         # single steps shape the law: the flow over a block is not the discrete step
         disc = discreteness_errors(table, p, z, h, eta_std, ks_rec, ev.mean_abs,
                                    diffusion_scale, max_blocks)
-        diag = _diagnose(ev.se_abs, ev.replicates, table, ev.law, z, ev.rec_stats, ev.stats,
-                         eta_std, tolerance, eta_std[np.maximum(ks_rec - 1, 0)], disc,
-                         ks_rec)
+    diag = _diagnose(ev.se_abs, ev.replicates, table, ev.law, z, ev.rec_stats, ev.stats,
+                     eta_std, tolerance, eta_std[np.maximum(ks_rec - 1, 0)], disc, ks_rec)
     t2 = time.perf_counter()
     ode_t = np.concatenate([[0.0], np.cumsum(etas)])[ks_rec]
     ed = EffectiveDynamics(
@@ -1384,6 +1413,12 @@ def effective_dynamics(model: ModelConfig, step: Any, *, steps: int,
     return ed
 
 
+def _extension(mc: float, tolerance: float) -> float:
+    """The factor on the draws that should bring the Monte-Carlo error ``mc`` (``∝ 1/√draws``)
+    to ``_MC_SHARE·tolerance``, with a margin of 1.2, in [2, 16]."""
+    return min(16.0, max(2.0, 1.2 * (mc / (_MC_SHARE * tolerance)) ** 2))
+
+
 def within_tolerance(evolve: Any, table: MomentTable, tolerance: float | None
                      ) -> tuple[EffectiveDynamics, MomentTable]:
     """``evolve(table)`` (an :class:`EffectiveDynamics` on a shared moment table, e.g. the
@@ -1394,8 +1429,7 @@ def within_tolerance(evolve: Any, table: MomentTable, tolerance: float | None
     ed = evolve(table)
     while tolerance is not None and np.isfinite(mc := ed.diagnostic.mc_error) \
             and mc > _MC_SHARE * tolerance:
-        bigger = extend_table(table, min(16.0, max(2.0, 1.2 * (mc / (_MC_SHARE * tolerance))
-                                                   ** 2)))
+        bigger = extend_table(table, _extension(mc, tolerance))
         if bigger is table:
             break
         table = bigger

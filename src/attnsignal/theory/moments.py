@@ -21,18 +21,26 @@ Estimators
   therefore importance-sampled on the largest score (:class:`.reduced.ScoreTilt`): each draw
   carries a likelihood ratio ``w <= 2`` and every moment is a self-normalised weighted mean
   ``Σ w_i f_i / Σ w_i``.
-* **Drift.** With the control variate ``x = ηḡ_e/s`` of known mean ``ηΦ'(ρ)`` (``Δρ``:
-  ``x = ηsḡ_e``, mean ``η(1 − ρ²)Φ'``): ``E[Δz] = ηΦ' + E_w[Δz − c x] − c·0``, i.e.
-  ``m = mean_w(Δz − c(x − ηΦ'))`` with the weighted regression coefficient ``c``.
+* **Drift.** Two control variates of known mean: ``x = ηḡ_e/s`` (mean ``ηΦ'(ρ)``, the
+  first-order drift; ``Δρ``: ``x = ηsḡ_e``, mean ``η(1 − ρ²)Φ'``) and, for the projected
+  update, ``x' = ηḡ_q`` (mean ``η·β∂Φ/∂β``: ``ℓ = ||f_q(X)||²`` depends on ``q`` through
+  ``βq`` alone, so ``g_q = ⟨∇ℓ, q⟩ = β∂ℓ/∂β``; :func:`_gq_mean_std`). ``ḡ_q`` enters ``Δz``
+  at second order (``−η²ḡ_qḡ_e/s``) and through the step's norm, and takes a quarter to a
+  half of the residual variance left by ``x`` at small ``L``. ``m = mean_w(Δz − c·(x − E x)
+  − c'·(x' − E x'))`` with ``(c, c')`` the weighted regression coefficients (``c'`` = 0 for
+  the riemannian update, which has no ``ḡ_q``, and where no exact quadrature gives its mean).
 * **Variance** ``v = Σ w(Δz − m̄)² / (Σ w − Σ w²/Σ w)`` (unbiased for equal weights).
 * **Standard errors** from the influence functions of the self-normalised estimators:
-  ``SE(m)² = Σ w²(r − r̄)²/(Σ w)²`` with ``r = Δz − c x``, and
+  ``SE(m)² = Σ w²(r − r̄)²/(Σ w)²`` with ``r = Δz − c x − c' x'``, and
   ``SE(v)² = Σ w²((Δz − m̄)² − v)²/(Σ w)²`` — the fourth moment, not ``v√(2/n)``.
 * **Adaptive draws.** With ``rtol`` set, draws are added (the total doubling each round, up to
   ``max_samples``) at every node whose standard errors exceed ``SE(v) <= rtol·v`` and
   ``SE(m) <= rtol·max(|ηΦ'| + |m − ηΦ'|, ⅒ of the largest such scale at that step)`` at any
   step; a node that meets them keeps its draws. ``converged`` says whether every node met
-  them; ``draws`` gives the draws each node used.
+  them; ``draws`` gives the draws each node used. :func:`refine_table` and
+  :func:`extend_table` add draws at chosen nodes only (a round of draws costs about the same
+  whatever the nodes — the draw, not its evaluation at each node, is the cost — but the nodes
+  outside are left at their draws).
 * **Replicates.** The draws of each round are split into ``K`` equal groups whose sums are kept
   apart: ``K`` independent replicate estimates (each from ``1/K`` of the draws) beside the
   pooled one, from which the effective dynamics measures the Monte-Carlo error of its
@@ -47,7 +55,8 @@ from __future__ import annotations
 import copy
 import math
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from functools import lru_cache
+from typing import Any, Callable
 
 import numpy as np
 from numba import njit
@@ -74,7 +83,7 @@ _CHUNK_DRAWS = 4096
 DEFAULT_RTOL = 0.03
 #: default most draws, as a multiple of the starting ``n_samples``
 MAX_SAMPLES_FACTOR = 16
-_NSTAT = 16
+_NSTAT = 24
 _LIM = 1.0 - 1e-16
 
 
@@ -83,6 +92,35 @@ def _dphi_std(model: ModelConfig):
     std = model.standardized()
     method = "exact" if std.beta <= MAX_BETA else "mc"
     return dphi_interpolant(std, method)
+
+
+@lru_cache(maxsize=16)
+def _gq_mean_std(std: ModelConfig) -> Callable[[np.ndarray], np.ndarray] | None:
+    """``ρ ↦ E[g_q]`` of the standardised model, the mean of the second control variate (module
+    docstring): ``g_q = ⟨∇ℓ, q⟩`` and ``ℓ = ||f_q(X)||²`` depends on ``q`` through ``βq`` alone,
+    so ``E[g_q] = β ∂Φ/∂β`` at fixed ``ρ`` — the exact quadrature's central difference at
+    ``β(1 ± 10⁻⁴)`` (relative error ~1e-8), as a Chebyshev series in ``ρ`` (degree 16, 32 or
+    64: the first whose last four coefficients are below ``10⁻¹⁰`` of the largest). None where the exact
+    quadrature does not apply (``β(1 + 10⁻⁴) > MAX_BETA``): the drift then has one control."""
+    from numpy.polynomial import Chebyshev
+
+    from .landscape import landscape
+
+    b, h = float(std.beta), 1e-4
+    if b * (1.0 + h) > MAX_BETA:
+        return None
+    lo, hi = std.replace(beta=b * (1.0 - h)), std.replace(beta=b * (1.0 + h))
+
+    def f(x: np.ndarray) -> np.ndarray:
+        r = np.clip(x, -1.0, 1.0)
+        return (landscape(hi, r, "exact").phi - landscape(lo, r, "exact").phi) / (2.0 * h)
+
+    for deg in (16, 32, 64):
+        cheb = Chebyshev.interpolate(f, deg)
+        c = np.abs(cheb.coef)
+        if c[-4:].max() <= 1e-10 * c.max():
+            break
+    return lambda r: cheb(np.asarray(r, dtype=np.float64))
 
 
 def check_pool_memory(batch: int, n_samples: int, z_max: float = Z_CAP) -> None:
@@ -174,12 +212,13 @@ def _weighted_batches(pool: np.ndarray, w: np.ndarray, batch: int, D: int, seed:
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _jump_sums_kernel(rhos, gq, ge, u2, w, etas, riemannian, coord_z, ex, shift, S
+def _jump_sums_kernel(rhos, gq, ge, u2, w, etas, riemannian, coord_z, ex, exq, q_on, shift, S
                       ):  # pragma: no cover
-    """``S[r, j, :] +=`` the 16 weighted power sums of ``y = Δ − shift[r, j]`` and ``x = lin −
-    ex[r, j]`` over the draws ``i`` (weights ``w_i``): ``Σw·(1, y, y², y³, y⁴, x, x², xy)``
-    then ``Σw²·(1, y, y², y³, y⁴, x, x², xy)``. ``Δ = Δz`` with ``lin = ηḡ_e/s`` when
-    ``coord_z``, else ``Δ = Δρ`` with ``lin = ηsḡ_e``; ``ḡ_q = 0`` when ``riemannian``."""
+    """``S[r, j, :] +=`` the 24 weighted power sums of ``y = Δ − shift[r, j]`` and the two
+    centred controls ``x = lin − ex[r, j]``, ``x' = q_on·(ηḡ_q − exq[r, j])`` over the draws
+    ``i`` (weights ``w_i``): ``Σw·(1, y, y², y³, y⁴, x, x², xy, x', x'², x'y, xx')`` then the
+    same with ``w²``. ``Δ = Δz`` with ``lin = ηḡ_e/s`` when ``coord_z``, else ``Δ = Δρ`` with
+    ``lin = ηsḡ_e``; ``ḡ_q = 0`` in the update when ``riemannian``."""
     n_r, n = gq.shape
     n_eta = etas.shape[0]
     for r in range(n_r):
@@ -191,10 +230,12 @@ def _jump_sums_kernel(rhos, gq, ge, u2, w, etas, riemannian, coord_z, ex, shift,
             eta = etas[j]
             sh = shift[r, j]
             e0 = ex[r, j]
-            s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = 0.0
-            t0 = t1 = t2 = t3 = t4 = t5 = t6 = t7 = 0.0
+            q0 = exq[r, j]
+            s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = s8 = s9 = s10 = s11 = 0.0
+            t0 = t1 = t2 = t3 = t4 = t5 = t6 = t7 = t8 = t9 = t10 = t11 = 0.0
             for i in range(n):
-                a1 = 1.0 if riemannian else 1.0 + eta * gq[r, i]
+                eq = eta * gq[r, i]
+                a1 = 1.0 if riemannian else 1.0 + eq
                 eg = eta * ge[r, i]
                 num = rho * a1 + s * eg
                 den = math.sqrt(a1 * a1 + eg * eg + eta * eta * u2[r, i])
@@ -205,27 +246,35 @@ def _jump_sums_kernel(rhos, gq, ge, u2, w, etas, riemannian, coord_z, ex, shift,
                 else:
                     y = rp - rho - sh
                     x = eg * s - e0
+                xq = q_on * (eq - q0)
                 wi = w[i]
                 w2 = wi * wi
                 yy = y * y
-                xy = x * y
-                xx = x * x
-                s0 += wi
-                s1 += wi * y
-                s2 += wi * yy
-                s3 += wi * yy * y
-                s4 += wi * yy * yy
-                s5 += wi * x
-                s6 += wi * xx
-                s7 += wi * xy
-                t0 += w2
-                t1 += w2 * y
-                t2 += w2 * yy
-                t3 += w2 * yy * y
-                t4 += w2 * yy * yy
-                t5 += w2 * x
-                t6 += w2 * xx
-                t7 += w2 * xy
+                f = (1.0, y, yy, yy * y, yy * yy, x, x * x, x * y, xq, xq * xq, xq * y, x * xq)
+                s0 += wi * f[0]
+                s1 += wi * f[1]
+                s2 += wi * f[2]
+                s3 += wi * f[3]
+                s4 += wi * f[4]
+                s5 += wi * f[5]
+                s6 += wi * f[6]
+                s7 += wi * f[7]
+                s8 += wi * f[8]
+                s9 += wi * f[9]
+                s10 += wi * f[10]
+                s11 += wi * f[11]
+                t0 += w2 * f[0]
+                t1 += w2 * f[1]
+                t2 += w2 * f[2]
+                t3 += w2 * f[3]
+                t4 += w2 * f[4]
+                t5 += w2 * f[5]
+                t6 += w2 * f[6]
+                t7 += w2 * f[7]
+                t8 += w2 * f[8]
+                t9 += w2 * f[9]
+                t10 += w2 * f[10]
+                t11 += w2 * f[11]
             S[r, j, 0] += s0
             S[r, j, 1] += s1
             S[r, j, 2] += s2
@@ -234,17 +283,26 @@ def _jump_sums_kernel(rhos, gq, ge, u2, w, etas, riemannian, coord_z, ex, shift,
             S[r, j, 5] += s5
             S[r, j, 6] += s6
             S[r, j, 7] += s7
-            S[r, j, 8] += t0
-            S[r, j, 9] += t1
-            S[r, j, 10] += t2
-            S[r, j, 11] += t3
-            S[r, j, 12] += t4
-            S[r, j, 13] += t5
-            S[r, j, 14] += t6
-            S[r, j, 15] += t7
+            S[r, j, 8] += s8
+            S[r, j, 9] += s9
+            S[r, j, 10] += s10
+            S[r, j, 11] += s11
+            S[r, j, 12] += t0
+            S[r, j, 13] += t1
+            S[r, j, 14] += t2
+            S[r, j, 15] += t3
+            S[r, j, 16] += t4
+            S[r, j, 17] += t5
+            S[r, j, 18] += t6
+            S[r, j, 19] += t7
+            S[r, j, 20] += t8
+            S[r, j, 21] += t9
+            S[r, j, 22] += t10
+            S[r, j, 23] += t11
 
 
-def _jump_sums(rhos, gq, ge, u2, w, etas, riemannian, coord_z, ex, shift, S) -> None:
+def _jump_sums(rhos, gq, ge, u2, w, etas, riemannian, coord_z, ex, exq, q_on, shift, S
+               ) -> None:
     """:func:`_jump_sums_kernel` with the nodes split over ``compute_threads()`` threads."""
     n_r = rhos.shape[0]
     parts = max(1, min(n_r, 2 * _threads()))
@@ -254,7 +312,8 @@ def _jump_sums(rhos, gq, ge, u2, w, etas, riemannian, coord_z, ex, shift, S) -> 
         lo, hi = int(cuts[i]), int(cuts[i + 1])
         if hi > lo:
             _jump_sums_kernel(rhos[lo:hi], gq[lo:hi], ge[lo:hi], u2[lo:hi], w, etas,
-                              riemannian, coord_z, ex[lo:hi], shift[lo:hi], S[lo:hi])
+                              riemannian, coord_z, ex[lo:hi], exq[lo:hi], q_on, shift[lo:hi],
+                              S[lo:hi])
 
     _in_threads(one, parts)
 
@@ -278,10 +337,11 @@ class _Jump:
 
 
 def _finalise(S: np.ndarray, shift: np.ndarray) -> _Jump:
-    """Moments from the power sums ``S (..., n_rho, n_eta, 16)`` of :func:`_jump_sums_kernel`
+    """Moments from the power sums ``S (..., n_rho, n_eta, 24)`` of :func:`_jump_sums_kernel`
     (module docstring); ``shift`` is the reference subtracted from ``Δ`` there."""
     W = S[..., 0]
-    W2 = S[..., 8]
+    W2 = S[..., 12]
+    T = S[..., 12:]
     with np.errstate(invalid="ignore", divide="ignore"):
         Wd = np.where(W > 0, W, 1.0)
         my = S[..., 1] / Wd
@@ -289,18 +349,33 @@ def _finalise(S: np.ndarray, shift: np.ndarray) -> _Jump:
         m3 = S[..., 3] / Wd - 3.0 * my * S[..., 2] / Wd + 2.0 * my ** 3
         m4 = (S[..., 4] / Wd - 4.0 * my * S[..., 3] / Wd + 6.0 * my * my * S[..., 2] / Wd
               - 3.0 * my ** 4)
-        mx = S[..., 5] / Wd
-        cxx = S[..., 6] / Wd - mx * mx
-        cxy = S[..., 7] / Wd - mx * my
-        c = np.where(cxx > 0, cxy / np.where(cxx > 0, cxx, 1.0), 0.0)
-        drift = my + shift - c * mx
+        m1, m2x = S[..., 5] / Wd, S[..., 8] / Wd
+        c11 = S[..., 6] / Wd - m1 * m1
+        c22 = S[..., 9] / Wd - m2x * m2x
+        c12 = S[..., 11] / Wd - m1 * m2x
+        c1y = S[..., 7] / Wd - m1 * my
+        c2y = S[..., 10] / Wd - m2x * my
+        # the regression of Δ on both controls; on the first alone where the second is
+        # absent (riemannian, no exact mean) or collinear with it
+        det = c11 * c22 - c12 * c12
+        two = (c22 > 0) & (det > 1e-9 * c11 * c22)
+        dd = np.where(two, det, 1.0)
+        b1 = np.where(two, (c22 * c1y - c12 * c2y) / dd,
+                      np.where(c11 > 0, c1y / np.where(c11 > 0, c11, 1.0), 0.0))
+        b2 = np.where(two, (c11 * c2y - c12 * c1y) / dd, 0.0)
+        drift = my + shift - b1 * m1 - b2 * m2x
         # Σw²(y − m)^k and the cross sums, from the raw sums about the shift
-        q2 = S[..., 10] - 2.0 * my * S[..., 9] + my * my * W2
-        q4 = (S[..., 12] - 4.0 * my * S[..., 11] + 6.0 * my * my * S[..., 10]
-              - 4.0 * my ** 3 * S[..., 9] + my ** 4 * W2)
-        qxx = S[..., 14] - 2.0 * mx * S[..., 13] + mx * mx * W2
-        qxy = S[..., 15] - my * S[..., 13] - mx * S[..., 9] + mx * my * W2
-        se_m = np.sqrt(np.maximum(q2 - 2.0 * c * qxy + c * c * qxx, 0.0)) / Wd
+        q2 = T[..., 2] - 2.0 * my * T[..., 1] + my * my * W2
+        q4 = (T[..., 4] - 4.0 * my * T[..., 3] + 6.0 * my * my * T[..., 2]
+              - 4.0 * my ** 3 * T[..., 1] + my ** 4 * W2)
+        q11 = T[..., 6] - 2.0 * m1 * T[..., 5] + m1 * m1 * W2
+        q22 = T[..., 9] - 2.0 * m2x * T[..., 8] + m2x * m2x * W2
+        q1y = T[..., 7] - my * T[..., 5] - m1 * T[..., 1] + m1 * my * W2
+        q2y = T[..., 10] - my * T[..., 8] - m2x * T[..., 1] + m2x * my * W2
+        q12 = T[..., 11] - m1 * T[..., 8] - m2x * T[..., 5] + m1 * m2x * W2
+        qr = (q2 - 2.0 * b1 * q1y - 2.0 * b2 * q2y + b1 * b1 * q11 + b2 * b2 * q22
+              + 2.0 * b1 * b2 * q12)
+        se_m = np.sqrt(np.maximum(qr, 0.0)) / Wd
         corr = 1.0 - W2 / (Wd * Wd)
         var = m2 / np.where(corr > 0, corr, 1.0)
         se_v = np.sqrt(np.maximum(q4 - 2.0 * m2 * q2 + m2 * m2 * W2, 0.0)) / Wd
@@ -346,6 +421,10 @@ class _Accumulator:
         self.K = max(int(groups), 1)
         s2 = 1.0 - rhos ** 2
         self.exs = [etas[None, :] * (dphi if cz else s2 * dphi)[:, None] for cz in coords]
+        gq_mean = None if self.riemannian else _gq_mean_std(self.std)
+        self.q_on = 0.0 if gq_mean is None else 1.0
+        self.exq = (np.zeros((rhos.size, etas.size)) if gq_mean is None
+                    else etas[None, :] * np.asarray(gq_mean(rhos), dtype=np.float64)[:, None])
         self.tilt = score_tilt(self.std, batch)
         self.S = np.zeros((len(coords), self.K, rhos.size, etas.size, _NSTAT))
         self.shifts: list[np.ndarray] = []
@@ -365,7 +444,7 @@ class _Accumulator:
         round from the stream ``((seed, "moment draws", round), i)``), each cut into ``K``
         equal slices, slice ``g`` to replicate group ``g`` (minibatches form within a
         slice)."""
-        K, n_r, n_e = self.K, self.rhos.size, self.etas.size
+        K = self.K
         n_new = _round_up(max(int(n_new), self.min_draws), K)
         nodes = np.asarray(nodes, dtype=np.int64)
         rh = _c(self.rhos[nodes])
@@ -400,13 +479,14 @@ class _Accumulator:
                 # node (keeps the raw power sums well conditioned)
                 T = np.zeros((nodes.size, n_e, _NSTAT))
                 _jump_sums(rh, gq, ge, u2, wb, self.etas, self.riemannian, cz,
-                           _c(ex[nodes]), np.zeros((nodes.size, n_e)), T)
+                           _c(ex[nodes]), _c(self.exq[nodes]), self.q_on,
+                           np.zeros((nodes.size, n_e)), T)
                 sh = np.zeros((n_r, n_e))
                 sh[nodes] = T[..., 1] / np.maximum(T[..., 0], 1e-300)
                 self.shifts.append(sh)
             Sa = np.zeros((nodes.size, n_e, _NSTAT))
             _jump_sums(rh, gq, ge, u2, wb, self.etas, self.riemannian, cz, _c(ex[nodes]),
-                       _c(self.shifts[ci][nodes]), Sa)
+                       _c(self.exq[nodes]), self.q_on, _c(self.shifts[ci][nodes]), Sa)
             self.S[ci, g, nodes] += Sa
 
     def converged(self, rtol: float) -> np.ndarray:
@@ -706,18 +786,27 @@ def build_table(model: ModelConfig, z_max: float, etas_std: np.ndarray, batch: i
     return _table(model, z_nodes, etas_std, dphi, dphi_f, acc, conv, rtol, max_samples)
 
 
-def extend_table(table: MomentTable, factor: float) -> MomentTable:
-    """``table`` with its draws multiplied by ``factor`` at every node (the same stream
-    continued), within its ``max_samples``; the table itself if it keeps no accumulator or
-    is at the bound."""
+def extend_table(table: MomentTable, factor: float, nodes: np.ndarray | None = None
+                 ) -> MomentTable:
+    """``table`` with its draws multiplied by ``factor`` (the same stream continued), within
+    its ``max_samples``: at every node, or with ``nodes`` (a boolean mask) at those alone — the
+    draws added are ``(factor − 1)`` times the most any of them holds, the same number at each.
+    The table itself if it keeps no accumulator, ``nodes`` is empty, or they are at the bound.
+    For a caller that knows which nodes its prediction depends on (:func:`~.effective.
+    effective_dynamics`: those its law visits): a node the law never reaches does not move
+    the prediction, so its draws would be spent for nothing."""
     if table._acc is None or table.max_samples is None:
         return table
     acc: _Accumulator = copy.deepcopy(table._acc)
-    room = int(table.max_samples - acc.draws.max())
-    n_new = int(min(math.ceil((factor - 1.0) * acc.draws.max()), room))
+    idx = (np.arange(acc.rhos.size) if nodes is None
+           else np.nonzero(np.asarray(nodes, dtype=bool))[0])
+    if idx.size == 0:
+        return table
+    top = int(acc.draws[idx].max())
+    n_new = int(min(math.ceil((factor - 1.0) * top), int(table.max_samples) - top))
     if n_new < acc.min_draws:
         return table
-    acc.add(n_new, np.arange(acc.rhos.size))
+    acc.add(n_new, idx)
     conv = acc.refine(table.rtol, table.max_samples)
     return _table(table.model, table.z_nodes, table.etas, table.dphi_nodes, table._dphi, acc,
                   conv, table.rtol, table.max_samples)
