@@ -125,6 +125,29 @@ def test_compute_without_a_local_pool_runs_in_this_process_and_is_profiled(tmp_p
     assert ctx.timing.theory_tasks == 1 and ctx.timing.tasks == 0
 
 
+def test_a_stored_call_is_read_back_with_the_same_code_and_computed_again_with_other_code(
+        tmp_path, monkeypatch):
+    """compute_stored's key holds the package source's digest: the same call on the same code
+    reads the stored value (the function is not called again), on changed code it is
+    computed again — a resumed reproduction never reports a value computed by older code."""
+    from attnsignal.reproduce import Plan, context
+    from attnsignal.reproduce.e5_tracking import E5
+
+    calls: list[float] = []
+
+    def fn(x: float) -> float:
+        calls.append(x)
+        return x + len(calls)
+
+    ctx = context.ExperimentContext(E5, Plan.quick(), context.Shared(tmp_path, executor="dask"))
+    assert ctx.compute_stored("p", fn, 1.0).result() == 2.0
+    assert ctx.compute_stored("p", fn, 1.0).result() == 2.0 and len(calls) == 1
+    assert len(list((tmp_path / "data" / "E5").glob("p-*.json"))) == 1
+    monkeypatch.setattr(context, "source_digest", lambda: "changed code")
+    assert ctx.compute_stored("p", fn, 1.0).result() == 3.0 and len(calls) == 2
+    assert len(list((tmp_path / "data" / "E5").glob("p-*.json"))) == 2
+
+
 def test_workers_warm_different_kernel_groups_at_once_then_load_the_others(tmp_path):
     """Each group's lock is exclusive: a second worker that finds the first group taken warms
     a free one meanwhile (on a cold cache: compiles it), then waits for the first group until

@@ -15,7 +15,8 @@ measurement (its bootstrap interval's half-width / 1.96): with 64 runs the rando
 crossing is itself known to only about ± 5 %, so a bare 5 % would fail on the runs' noise
 about as often as on the law's error. Each point is one task of the shared pool (the law at
 that ``d`` and its runs, ``horizon ×`` the predicted samples), its row stored under
-``OUT/data/E7/`` so that a resumed reproduction does not run it again.
+``OUT/data/E7/`` so that a resumed reproduction on the same code does not run it again
+(:meth:`~attnsignal.reproduce.context.ExperimentContext.compute_stored`).
 """
 
 from __future__ import annotations
