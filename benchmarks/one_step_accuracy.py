@@ -12,12 +12,15 @@ and the power of each comparison, and writes ``--json``.
     PYTHONPATH=src python benchmarks/one_step_accuracy.py --docs          # 12 + 3 configurations
     PYTHONPATH=src python benchmarks/one_step_accuracy.py --configs 2 --heavy 0 --runs 200000
     PYTHONPATH=src python benchmarks/one_step_accuracy.py --docs --from-json rows.json
+    PYTHONPATH=src python benchmarks/one_step_accuracy.py --docs --from-json rows.json --repredict
 
 ``--docs`` writes the table and its summary between the markers ``one-step:begin`` /
 ``one-step:end`` of ``docs/effective-dynamics.md``; ``--from-json`` renders recorded runs
 without running them (``--heavy-only`` measures the extra configurations in a second process,
 whose record is rendered together with the first's; ``--first I --configs J --heavy 0``
-measures configurations ``I … J−1`` alone, one process each if wanted). ``--json`` is rewritten
+measures configurations ``I … J−1`` alone, one process each if wanted); with ``--repredict`` the
+tables' side is recomputed by the current code against the recorded chain runs (an estimator
+change is checked without simulating again). ``--json`` is rewritten
 after every configuration (a stopped run keeps what it measured).
 
 The points: ``ρ ∈ {0.15, 0.5, 0.9}`` (on the side the field points to at 0.5) and
@@ -37,6 +40,7 @@ import time
 import warnings
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -74,6 +78,69 @@ def points(model: ModelConfig, batch: int, update: str) -> tuple[int, float]:
     return side, float(cap)
 
 
+def _table(model: ModelConfig, etas: list[float], batch: int, update: str, seed: int,
+           rtol: float) -> tuple[Any, float]:
+    """The moment table the check compares (as the effective dynamics builds it, to ``rtol``)
+    and the seconds it took."""
+    t0 = time.perf_counter()
+    table = moment_table(model, 0.6 * etas[0], 1.6 * etas[1], batch=batch, update=update,
+                         z_max=2.2, n_samples=4000, rtol=rtol, max_samples=1 << 19, seed=seed)
+    return table, time.perf_counter() - t0
+
+
+def _predicted(table: Any, model: ModelConfig, r: float, eta: float
+               ) -> tuple[float, float, float, float, float]:
+    """The table's E[Δz], its SE, Var Δz, its SE and the first-order drift ηΦ'(ρ) of ``z``
+    at alignment ``r`` and step ``eta`` (interpolated as ``EffectiveDynamics`` does)."""
+    s2 = model.noise_std ** 2
+    z = math.atanh(r)
+    loc = table.at(eta * s2)
+    m, _, v = (float(x[0]) for x in loc(np.array([z])))
+    first = float(eta * s2 * loc.fp(z))
+    se_m, se_v = (float(x[0]) for x in table.stderr_at(eta * s2, np.array([z])))
+    return m, se_m, v, se_v, first
+
+
+def _compare(row: dict, table: Any, t_table: float, m: float, se_m: float, v: float,
+             se_v: float, first: float) -> None:
+    """Fill ``row``'s prediction columns and verdicts from the table's values against the
+    row's chain columns."""
+    se_d = math.hypot(row["chain_se"], se_m)
+    zsc = (m - row["chain_mean"]) / se_d
+    ratio = v / row["chain_var"]
+    row.update(pred_mean=m, pred_se=se_m, z=zsc, first_order=first,
+               z_first=(first - row["chain_mean"]) / row["chain_se"],  # the check's power
+               pred_var=v, pred_var_se=se_v, var_ratio=ratio,
+               ratio_se=math.hypot(row["chain_var_se"] / row["chain_var"], se_v / v),
+               draws=int(table.n_samples), converged=bool(table.converged), table_s=t_table,
+               drift_ok=abs(zsc) <= 4.0, var_ok=abs(ratio - 1.0) <= 0.05)
+
+
+def repredict(rows: list[dict], seed: int, rtol: float) -> list[dict]:
+    """The recorded rows with their prediction columns recomputed by the current code (the
+    same configurations, steps and table seeds; the chain columns are the recorded runs')."""
+    out = []
+    for name in sorted({r["config"] for r in rows}, key=[r["config"] for r in rows].index):
+        mine = [dict(r) for r in rows if r["config"] == name]
+        if name.startswith("issue"):
+            model, batch, update, tseed = (ModelConfig(d=420, n_informative=60,
+                                                       n_nuisance=1500, theta=0.7, beta=1.1),
+                                           1, "projected", 79)
+        else:
+            c = draw_config(int(name[1:4]), seed)
+            if c.label() != name:
+                raise SystemExit(f"{name}: the draw with seed {seed} gives {c.label()}")
+            model, batch, update, tseed = c.model, c.batch, c.update, int(_seed(seed, c.index))
+        etas = sorted({r["eta"] for r in mine})
+        table, t_table = _table(model, etas, batch, update, tseed, rtol)
+        for r in mine:
+            _compare(r, table, t_table, *_predicted(table, model, r["rho"], r["eta"]))
+            out.append(r)
+        print(f"{name}: {sum(r['drift_ok'] and r['var_ok'] for r in mine)} of {len(mine)} "
+              f"points pass ({table.n_samples:,} draws, {t_table:.0f} s)", flush=True)
+    return out
+
+
 def check(name: str, model: ModelConfig, batch: int, update: str, seed: int, runs_min: int,
           rtol: float) -> list[dict]:
     side, cap = points(model, batch, update)
@@ -81,19 +148,11 @@ def check(name: str, model: ModelConfig, batch: int, update: str, seed: int, run
         print(f"{name}: no step cap (η_max = {cap}); skipped")
         return []
     etas = [f * cap for f in ETA_FRACTIONS]
-    t0 = time.perf_counter()
-    table = moment_table(model, 0.6 * etas[0], 1.6 * etas[1], batch=batch, update=update,
-                         z_max=2.2, n_samples=4000, rtol=rtol, max_samples=1 << 19, seed=seed)
-    t_table = time.perf_counter() - t0
+    table, t_table = _table(model, etas, batch, update, seed, rtol)
     rows = []
-    s2 = model.noise_std ** 2
     for i_pt, (rho, eta) in enumerate([(x, y) for x in RHOS for y in etas]):
         r = side * rho
-        z = math.atanh(r)
-        loc = table.at(eta * s2)
-        m, _, v = (float(x[0]) for x in loc(np.array([z])))
-        first = float(eta * s2 * loc.fp(z))  # the first-order drift ηΦ'(ρ) of z
-        se_m, se_v = (float(x[0]) for x in table.stderr_at(eta * s2, np.array([z])))
+        m, se_m, v, se_v, first = _predicted(table, model, r, eta)
         # size the chain: a pilot of 20 000 runs estimates the kurtosis
         pilot = jump_moments(chain_one_step(model, r, eta, runs=20_000, batch=batch,
                                             update=update, seed=_seed(seed, "pilot", i_pt)), r)
@@ -104,21 +163,14 @@ def check(name: str, model: ModelConfig, batch: int, update: str, seed: int, run
         jm = jump_moments(chain_one_step(model, r, eta, runs=runs, batch=batch,
                                          update=update, seed=_seed(seed, "chain", i_pt)), r)
         t_chain = time.perf_counter() - t1
-        se_d = math.hypot(jm.stderr_mean, se_m)
-        zsc = (m - jm.mean) / se_d
-        z1 = (first - jm.mean) / jm.stderr_mean  # power: the first-order drift's distance
-        ratio = v / jm.var
-        se_ratio = math.hypot(jm.stderr_var / jm.var, se_v / v)
         row = dict(config=name, d=model.d, L=model.n_tokens, theta=model.theta,
                    beta=model.beta, sign=model.signal_sign, batch=batch, update=update,
                    rho=r, eta=eta, eta_max=cap, runs=runs, chain_mean=jm.mean,
-                   chain_se=jm.stderr_mean, pred_mean=m, pred_se=se_m, z=zsc, first_order=first, z_first=z1,
-                   chain_var=jm.var, chain_var_se=jm.stderr_var, pred_var=v,
-                   pred_var_se=se_v, var_ratio=ratio, ratio_se=se_ratio,
-                   kurtosis=jm.kurtosis, draws=int(table.n_samples),
-                   converged=bool(table.converged), table_s=t_table, chain_s=t_chain,
-                   drift_ok=abs(zsc) <= 4.0, var_ok=abs(ratio - 1.0) <= 0.05)
+                   chain_se=jm.stderr_mean, chain_var=jm.var, chain_var_se=jm.stderr_var,
+                   kurtosis=jm.kurtosis, chain_s=t_chain)
+        _compare(row, table, t_table, m, se_m, v, se_v, first)
         rows.append(row)
+        zsc, z1, ratio, se_ratio = row["z"], row["z_first"], row["var_ratio"], row["ratio_se"]
         print(f"| {name} | {r:+.2f} | {eta:.3g} | {runs:,} | {jm.mean:+.4e} ± {jm.stderr_mean:.1e}"
               f" | {m:+.4e} ± {se_m:.1e} | {zsc:+.1f} | {z1:+.1f} | {ratio:.3f} ± {se_ratio:.3f} | "
               f"{jm.kurtosis:.0f} | {'ok' if row['drift_ok'] and row['var_ok'] else 'MISS'} |",
@@ -138,6 +190,8 @@ def main() -> None:
     ap.add_argument("--docs", action="store_true", help=f"write the table into {PAGE.name}")
     ap.add_argument("--from-json", nargs="+", default=None,
                     help="render recorded runs (no measuring; several are concatenated)")
+    ap.add_argument("--repredict", action="store_true",
+                    help="with --from-json: recompute the tables' side with the current code")
     ap.add_argument("--first", type=int, default=0,
                     help="first index of the map's draw to measure (a second process)")
     ap.add_argument("--heavy-only", action="store_true",
@@ -156,6 +210,11 @@ def main() -> None:
                 seen.add((r["config"], r["rho"], r["eta"]))
                 rows.append(r)
         rows.sort(key=lambda r: r["config"])
+        if args.repredict:
+            rows = repredict(rows, recs[0]["seed"], recs[0]["rtol"])
+            if args.json:
+                atomic_write(args.json, lambda p: Path(p).write_text(json.dumps(
+                    dict(recs[0], rows=rows), indent=1)))
         rec = dict(recs[0], rows=rows,
                    heavy=max(x["heavy"] for x in recs),
                    configs=max(x["configs"] for x in recs),
