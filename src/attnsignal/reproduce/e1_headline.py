@@ -63,12 +63,10 @@ class E1Plan(PlanSection):
     over six seeds (2606, 1, 7, 42, 2027, 31337; ``benchmarks/quick_power.py``) the mean final
     |ρ| of the 6 runs was 0.9674–0.9734 (0.9699 ± 0.0023 from seed to seed: a margin of 4 of
     those standard deviations) and the smallest run 0.9579. The effective-dynamics check is
-    0.05 + 3 SE in quick mode: at its step η0 = 0.05 (full: 0.03) the effective dynamics is
-    off by up to ~0.03 at d = 1000 — not its moments' Monte-Carlo error, and not explained by
-    the cumulants the diffusion approximation drops (docs/effective-dynamics.md, "Where it
-    degrades") — and 4 runs estimate their standard error poorly; over
-    twelve sets of 4 runs (six seeds each at 16 000 and 20 000 samples) max(|gap| − 3 SE) was
-    0.014 ± 0.010, at most 0.032, and over the six seeds above at 8 000 samples 0.015 ±
+    0.05 + 3 SE in quick mode: 4 runs estimate their standard error poorly (the prediction
+    itself holds at the quick step η0 = 0.05 and d = 1000: within 3 SE of 96 chain runs,
+    docs/effective-dynamics.md, "Where it degrades"); over twelve sets of 4 runs (six seeds
+    each at 16 000 and 20 000 samples) max(|gap| − 3 SE) was 0.014 ± 0.010, at most 0.032, and over the six seeds above at 8 000 samples 0.015 ±
     0.010, at most 0.032. 0.05 still fails the limiting ODE (off by 0.65 there) and a
     prediction shifted by 0.08; the full run holds the effective dynamics to 0.01 + 3 SE."""
 
