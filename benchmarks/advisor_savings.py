@@ -43,8 +43,14 @@ field passes ``|ρ| = 0.9`` and whose chain check (``--map-runs`` runs of ``1.5 
 samples, so that a first reach outside the window is measured too) costs at most
 ``--map-budget`` token-samples (``runs × steps × B × (L + 32)``, the
 chain engine's work), the advised schedule for mean ``|ρ| = 0.9`` is simulated and must first
-reach it within ``0.85–1.1 ×`` the predicted samples:
+reach it within ``0.85–1.1 ×`` the predicted samples. With ``--map-ratio-se S`` the runs are
+as many as the advice's own predicted law needs for the first reach of their mean to have
+standard error ``S`` of the prediction (:func:`predicted_spread`: the law's spread of ``|ρ|``
+at the predicted first reach over the mean's slope there; at least ``--map-runs``, within the
+budget), fixed before any run; the table gives the runs still below ``|ρ| = 0.5`` at the end
+beside the number the law expects:
 
+    PYTHONPATH=src python benchmarks/advisor_savings.py --map-check --map-configs 4 --map-ratio-se 0.05
     PYTHONPATH=src python benchmarks/advisor_savings.py --map-check --map-runs 48
     PYTHONPATH=src python benchmarks/advisor_savings.py --map-check --map-only 3,9,5  # these
 """

@@ -161,7 +161,7 @@ def reverdict(result, compute: bool = True, costly_first: bool = False):
 
 
 def edgeworth_check(result, zs=(1.0, 2.0, 3.0), floor: float = 0.002, more_runs: int = 0,
-                    more_seed: int = 4242) -> list[dict]:
+                    more_seed: int = 4242, more_budget: float = 1e9) -> list[dict]:
     """The diagnostic's approximation error against the part of each configuration's gap that
     Monte-Carlo error does not explain (from the recomputed rows: ``--reverdict`` first).
 
@@ -174,8 +174,9 @@ def edgeworth_check(result, zs=(1.0, 2.0, 3.0), floor: float = 0.002, more_runs:
     error is at least ``floor`` (where the factor decides a verdict), and returns one dict per
     configuration. With ``more_runs``, the configurations where the factor matters — an
     approximation error of at least ``floor``, or single steps in more than 10 % of the blocks
-    — are compared with ``more_runs`` fresh chain runs (seed ``more_seed``) instead of the
-    stored ones."""
+    — are compared with ``more_runs`` fresh chain runs (seed ``more_seed``; fewer where they
+    would cost more than ``more_budget`` chain token-samples, never fewer than the stored runs)
+    instead of the stored ones."""
     import math
 
     import numpy as np
@@ -200,9 +201,11 @@ def edgeworth_check(result, zs=(1.0, 2.0, 3.0), floor: float = 0.002, more_runs:
             import attnsignal as asg
 
             c = pred.config
+            n_runs = int(max(s.runs, min(more_runs, more_budget // (
+                pred.steps * c.batch * (c.n_tokens + 32)))))
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                res = asg.simulate(c.model, pred.step, steps=pred.steps, runs=more_runs,
+                res = asg.simulate(c.model, pred.step, steps=pred.steps, runs=n_runs,
                                    batch=c.batch, update=c.update, engine="chain",
                                    seed=more_seed, record_every=pred.record_every)
             if not np.array_equal(np.asarray(res.steps), pred.record_steps):
