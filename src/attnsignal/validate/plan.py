@@ -34,6 +34,9 @@ unless the planning evolution was that one), so its diagnostic
 (:class:`~attnsignal.theory.effective.Diagnostic`) speaks of what is compared. ``seconds``
 holds the moment table's and that evolution's wall time (what a user pays for the prediction)
 and ``plan_seconds`` all of this task's (the cap, the ODE, the planning evolutions).
+:func:`predict_at` makes the prediction again at a stored prediction's schedule and records
+without planning them (the same table and evolution): what brings a finished map up to date
+with the code against its stored chain runs.
 """
 
 from __future__ import annotations
