@@ -186,6 +186,8 @@ def edgeworth_check(result, zs=(1.0, 2.0, 3.0), floor: float = 0.002, more_runs:
 
     out, s = Path(result.out), result.settings
     cache = out / f"repredicted-{_code_key()}"
+    if not any(cache.glob("c*.json")):
+        raise SystemExit(f"{out}: no recomputed rows for the current code (run --reverdict first)")
     rows = []
     for path in sorted(cache.glob("c*.json")):
         rec = json.loads(path.read_text())
