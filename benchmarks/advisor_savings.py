@@ -43,8 +43,14 @@ field passes ``|ρ| = 0.9`` and whose chain check (``--map-runs`` runs of ``1.5 
 samples, so that a first reach outside the window is measured too) costs at most
 ``--map-budget`` token-samples (``runs × steps × B × (L + 32)``, the
 chain engine's work), the advised schedule for mean ``|ρ| = 0.9`` is simulated and must first
-reach it within ``0.85–1.1 ×`` the predicted samples:
+reach it within ``0.85–1.1 ×`` the predicted samples. With ``--map-ratio-se S`` the runs are
+as many as the advice's own predicted law needs for the first reach of their mean to have
+standard error ``S`` of the prediction (:func:`predicted_spread`: the law's spread of ``|ρ|``
+at the predicted first reach over the mean's slope there; at least ``--map-runs``, within the
+budget), fixed before any run; the table gives the runs still below ``|ρ| = 0.5`` at the end
+beside the number the law expects:
 
+    PYTHONPATH=src python benchmarks/advisor_savings.py --map-check --map-configs 4 --map-ratio-se 0.05
     PYTHONPATH=src python benchmarks/advisor_savings.py --map-check --map-runs 48
     PYTHONPATH=src python benchmarks/advisor_savings.py --map-check --map-only 3,9,5  # these
 """
@@ -218,10 +224,14 @@ def timing(dims: list[int], targets: dict[int, float], against: str | None) -> N
 
 
 def map_check(n_configs: int, runs: int, budget: float, seed: int, target: float = 0.9,
-              draw_seed: int = 27, scan: int = 60, only: list[int] | None = None
-              ) -> list[dict]:
+              draw_seed: int = 27, scan: int = 60, only: list[int] | None = None,
+              ratio_se: float | None = None, max_runs: int = 512) -> list[dict]:
     """The advice at map configurations with β ≥ 1 (module docstring), checked by simulation;
-    ``only``: these configurations of the draw (by index) instead of the first that qualify."""
+    ``only``: these configurations of the draw (by index) instead of the first that qualify;
+    ``ratio_se``: the runs (at least ``runs``, at most ``max_runs`` and the budget) are those
+    whose mean's first reach the advice's own law gives this standard error in units of the
+    prediction (:func:`predicted_spread`), fixed before any run."""
+    min_runs = runs
     from attnsignal.theory.finite_step import second_order_coefficient
     from attnsignal.theory.landscape import landscape
     from attnsignal.validate import draw_configs
@@ -262,6 +272,11 @@ def map_check(n_configs: int, runs: int, budget: float, seed: int, target: float
             print(f"{cfg.label()}: skipped (its check costs {work:.2g} token-samples > "
                   f"{budget:.2g}; advice {adv.samples:,} samples)")
             continue
+        law = predicted_spread(adv, target, 1.5 * adv.samples)
+        if ratio_se is not None:  # runs from the prediction's own spread, before any run
+            runs = int(min(max_runs, max(min_runs, math.ceil(
+                (law["ratio_sd1"] / ratio_se) ** 2))))
+            runs = max(min_runs, min(runs, int(budget // (n * cfg.batch * (cfg.n_tokens + 32)))))
         lo = int(round(0.7 * adv.samples / cfg.batch))
         dense = np.unique(np.round(np.linspace(lo, n, 120)).astype(np.int64))
         rec = sorted(set(log_records(n, 100)) | {int(x) for x in dense})
@@ -283,23 +298,56 @@ def map_check(n_configs: int, runs: int, budget: float, seed: int, target: float
         hit_se = se / slope if slope > 0 else math.inf
         ratio = hit / adv.samples
         diag = adv.dynamics.diagnostic
-        row = dict(config=cfg.label(), samples=adv.samples, step=adv.step.describe(),
-                   sim_hit=hit, hit_se=hit_se, ratio=ratio, ok=bool(0.85 <= ratio <= 1.1),
+        stuck = int(np.sum(a[:, -1] < 0.5))
+        row = dict(config=cfg.label(), beta=cfg.beta, L=cfg.n_tokens, samples=adv.samples,
+                   step=adv.step.describe(), sim_hit=hit, hit_se=hit_se, ratio=ratio,
+                   ratio_se=hit_se / adv.samples, ok=bool(0.85 <= ratio <= 1.1),
                    t_adv=t_adv, t_sim=t_sim, runs=runs, verdict=diag.verdict,
-                   evaluations=adv.evaluations)
+                   evaluations=adv.evaluations, stuck=stuck, **law)
         rows.append(row)
-        print(f"{cfg.label()}: advice {adv.step.describe()}, predicted {adv.samples:,} samples "
-              f"(diagnostic: {diag.verdict}); {runs} chain runs first reach mean |rho| = "
-              f"{target} at {hit:,.0f} ± {hit_se:,.0f} samples = {ratio:.3f} x -> "
+        print(f"{cfg.label()}: advice {adv.step.describe()}, predicted {adv.samples:,} "
+              f"± {law['samples_se']:,.0f} samples (diagnostic: {diag.verdict}, predicted "
+              f"error {diag.predicted_error:.3g}); the law's spread gives the ratio of "
+              f"{runs} runs an SE of {law['ratio_sd1'] / math.sqrt(runs):.3f} and "
+              f"P(|rho| < 0.5 at 1.5x) = {law['p_stuck']:.4f}; the runs first reach mean "
+              f"|rho| = {target} at {hit:,.0f} ± {hit_se:,.0f} samples = {ratio:.3f} "
+              f"± {hit_se / adv.samples:.3f} x ({stuck} run(s) below 0.5 at the end) -> "
               f"{'PASS' if row['ok'] else 'FAIL'} (advise {t_adv:.0f} s, chain {t_sim:.0f} s)",
               flush=True)
-    print("\n| configuration | advised step | predicted samples | simulated first reach "
-          "(± SE) | ratio | in 0.85–1.1 | advise s |\n|---|---|---|---|---|---|---|")
+    print("\n| configuration | β | L | runs | predicted samples (± SE) | simulated first reach "
+          "(± SE) | ratio (± SE) | SE the law predicts | runs below 0.5 at the end "
+          "(expected) | in 0.85–1.1 | diagnostic | advise s |\n"
+          "|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['config']} | {r['step']} | {r['samples']:,} | {r['sim_hit']:,.0f} ± "
-              f"{r['hit_se']:,.0f} | {r['ratio']:.3f} | {'yes' if r['ok'] else 'NO'} | "
-              f"{r['t_adv']:.0f} |")
+        print(f"| {r['config']} | {r['beta']:.2f} | {r['L']} | {r['runs']} | {r['samples']:,} "
+              f"± {r['samples_se']:,.0f} | {r['sim_hit']:,.0f} ± {r['hit_se']:,.0f} | "
+              f"{r['ratio']:.3f} ± {r['ratio_se']:.3f} | "
+              f"{r['ratio_sd1'] / math.sqrt(r['runs']):.3f} | {r['stuck']} "
+              f"({r['p_stuck'] * r['runs']:.2f}) | {'yes' if r['ok'] else 'NO'} | "
+              f"{r['verdict']} | {r['t_adv']:.0f} |")
     return rows
+
+
+def predicted_spread(adv, target: float, end_samples: float) -> dict:
+    """What the advice's own predicted law says of a check by simulation: ``samples_se`` (the
+    predicted first reach's Monte-Carlo SE: the mean's SE there over its slope),
+    ``ratio_sd1`` (the standard deviation of one run's ``|ρ|`` at the predicted first reach
+    over the mean's slope, in units of the predicted samples: an ``n``-run mean's first reach
+    has SE ``ratio_sd1/√n`` of the prediction), and ``p_stuck`` (the probability that a run's
+    ``|ρ|`` is below 0.5 at ``end_samples``, the last record before it)."""
+    ed = adv.dynamics
+    ks = np.asarray(ed.steps, dtype=np.float64) * adv.batch
+    mu = np.asarray(ed.mean_abs)
+    i = int(np.argmax(mu >= target)) if np.any(mu >= target) else len(mu) - 1
+    i = min(max(i, 1), len(mu) - 1)
+    slope = float((mu[i] - mu[i - 1]) / max(ks[i] - ks[i - 1], 1.0))
+    r = np.abs(ed.rho_grid)
+    sd = float(np.sqrt(max(ed.law[i] @ r ** 2 - (ed.law[i] @ r) ** 2, 0.0)))
+    se = (float(ed.mean_abs_stderr[i]) if ed.mean_abs_stderr is not None else math.nan)
+    j = max(0, int(np.searchsorted(ks, end_samples, side="right")) - 1)
+    return {"samples_se": se / slope if slope > 0 else math.inf,
+            "ratio_sd1": sd / slope / adv.samples if slope > 0 else math.inf,
+            "p_stuck": float(ed.law[j][r < 0.5].sum())}
 
 
 def main() -> None:
@@ -317,6 +365,9 @@ def main() -> None:
     ap.add_argument("--map-runs", type=int, default=48)
     ap.add_argument("--map-only", default=None, metavar="I,J,...",
                     help="with --map-check: these configurations of the draw (indices) only")
+    ap.add_argument("--map-ratio-se", type=float, default=None, metavar="S",
+                    help="with --map-check: as many runs as the advice's predicted law needs "
+                         "for a first-reach ratio SE of S (at least --map-runs)")
     ap.add_argument("--map-budget", type=float, default=4e9,
                     help="most chain token-samples of one configuration's check")
     ap.add_argument("--quick", action="store_true", help="d = 100 only, 4 runs")
@@ -337,7 +388,8 @@ def main() -> None:
         return
     if args.map_check:
         only = [int(x) for x in args.map_only.split(",")] if args.map_only else None
-        map_check(args.map_configs, args.map_runs, args.map_budget, args.seed, only=only)
+        map_check(args.map_configs, args.map_runs, args.map_budget, args.seed, only=only,
+                  ratio_se=args.map_ratio_se)
         return
     runs_of = {100: 4 if args.quick else args.runs, 1000: args.runs_1000}
     extra: dict[int, list[float]] = {}

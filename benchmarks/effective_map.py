@@ -1,13 +1,17 @@
 """The accuracy map of the effective dynamics (``attnsignal validate``), timed, and with
 ``--docs`` its section of ``docs/effective-dynamics.md`` regenerated.
 
-``--reverdict`` re-evaluates a finished map's verdicts with the current diagnostic, without its
-chain runs: each configuration's prediction is made again (:func:`attnsignal.validate.plan.
-predict`, same settings and seeds: the same schedule, moment table and mean ``|ρ|``, checked
-bit for bit against the stored prediction) and its verdict, causes and diagnostic replace the
-row's; ``silent_miss`` is recomputed. One JSON per configuration under ``OUT/reverdict/``
-(cheapest first; a stopped call resumes); ``--reverdict cached`` renders those already there
-and keeps the stored verdict of the others (named in the output).
+``--reverdict`` recomputes a finished map's prediction-dependent columns with the current code,
+without new chain runs: each configuration's prediction is made again at its stored schedule,
+run length and records (:func:`attnsignal.validate.accuracy_map.repredicted_row`: the same
+moment table's settings and seeds; whether the mean ``|ρ|`` came out bit for bit as stored is
+reported) and compared with its stored chain runs, read back from ``OUT/chain`` — the gap and
+its excess over 3 SE, the band coverage, the verdict, causes and diagnostic, the effective
+dynamics' cost. One JSON per configuration (row and prediction) under
+``OUT/repredicted-<hash of the prediction's sources>/`` (cheapest first; a stopped call
+resumes, a code change recomputes); ``--reverdict cached`` renders those already there and
+keeps the stored row of the others (named in the output). With ``--docs`` the table, figure
+and summary of the page are regenerated from the recomputed rows.
 
 Runs ``attnsignal validate --out OUT [options]`` (every option after the script's own is the
 command's: ``--configs``, ``--seed``, ``--runs``, ``--executor``, ...), measures its wall time
@@ -84,57 +88,162 @@ def _stored_prediction(out: Path, index: int, final_pred: float) -> dict:
     return found[-1]
 
 
+#: the sources a prediction depends on (a recomputed row is cached under their hash, so a code
+#: change recomputes it and a stopped call resumes)
+_SOURCES = ("theory/*.py", "validate/plan.py", "validate/accuracy_map.py", "one_step.py",
+            "model.py", "config.py", "schedules.py", "engines/**/*.py")
+
+
+def _code_key() -> str:
+    import hashlib
+
+    import attnsignal
+
+    root = Path(attnsignal.__file__).parent
+    h = hashlib.sha256()
+    for f in sorted({f for pat in _SOURCES for f in root.glob(pat)}):
+        if f.name != "advisor.py":  # not used by a prediction
+            h.update(f.relative_to(root).as_posix().encode())
+            h.update(f.read_bytes())
+    return h.hexdigest()[:12]
+
+
 def reverdict(result, compute: bool = True, costly_first: bool = False):
-    """The map's table with each configuration's verdict, causes and diagnostic from the current
-    code (module docstring); returns ``(table, recomputed indices, bit-identical count)``."""
+    """The map's table with every prediction-dependent column from the current code (module
+    docstring); returns ``(table, recomputed indices, bit-identical count, seconds)``."""
+    import math
+
+    import numpy as np
+    import pandas as pd
+
+    from attnsignal.validate.accuracy_map import repredicted_row
+    from attnsignal.validate.plan import Prediction
+
+    out, s = Path(result.out), result.settings
+    cache = out / f"repredicted-{_code_key()}"
+    cache.mkdir(exist_ok=True)
+    table = result.table.copy()
+    cost = table["ed_seconds"].fillna(0.0) + table["plan_cpu"].fillna(0.0)
+    rows, done, same, seconds, warm = {}, [], 0, 0.0, False
+    for i in cost.sort_values(ascending=not costly_first).index:
+        old = table.loc[i].to_dict()
+        index = int(old["index"])
+        path = cache / f"c{index:03d}.json"
+        if not path.exists():
+            if not compute:
+                continue
+            stored = _stored_prediction(out, index, float(old["final_pred"]))
+            if not warm:  # the first prediction compiles the kernels: not its cost
+                repredicted_row(out, Prediction.from_dict(stored), s, old)
+                warm = True
+            t0 = time.perf_counter()
+            row, pred = repredicted_row(out, Prediction.from_dict(stored), s, old)
+            rec = {"row": row, "prediction": pred.to_dict(),
+                   "identical": bool(np.array_equal(np.asarray(stored["mean_abs"]),
+                                                    np.asarray(pred.mean_abs))),
+                   "seconds": time.perf_counter() - t0}
+            path.write_text(json.dumps(rec, indent=1, allow_nan=True) + "\n")
+            print(f"c{index:03d}: {row['verdict']} (was {old['verdict']}), predicted error "
+                  f"{row.get('diag_predicted_error', math.nan):.4f}, excess "
+                  f"{row['excess']:+.4f} (was {old['excess']:+.4f}), band {row['band']:.3f} "
+                  f"(was {old['band']:.3f}), identical {rec['identical']}, "
+                  f"{rec['seconds']:.0f} s", flush=True)
+        rec = json.loads(path.read_text())
+        rows[i] = rec["row"]
+        done.append(index)
+        same += bool(rec["identical"])
+        seconds += float(rec["seconds"])
+    new = pd.DataFrame([rows.get(i, table.loc[i].to_dict()) for i in table.index])
+    for col in table.columns:  # a column the stored rows had and the new ones lack
+        if col not in new.columns:
+            new[col] = table[col].to_numpy()
+    return new.sort_values("index", ignore_index=True), sorted(done), same, seconds
+
+
+def edgeworth_check(result, zs=(1.0, 2.0, 3.0), floor: float = 0.002, more_runs: int = 0,
+                    more_seed: int = 4242, more_budget: float = 1e9) -> list[dict]:
+    """The diagnostic's approximation error against the part of each configuration's gap that
+    Monte-Carlo error does not explain (from the recomputed rows: ``--reverdict`` first).
+
+    At record ``r`` the gap ``g_r`` (predicted minus simulated mean ``|ρ|``) has standard error
+    ``σ_r = √(s_r² + p_r²)`` (the runs' and the prediction's own); its part beyond Monte-Carlo
+    error at ``z`` standard errors is ``D_z = max_r (|g_r| − z σ_r)₊``. The diagnostic covers the
+    configuration at ``z`` when ``D_z ≤ approximation_error`` (which holds the factor
+    ``_EDGEWORTH_FACTOR`` on the dropped cumulants' estimate, and the step's discreteness).
+    Prints the fractions covered, over all configurations and over those whose approximation
+    error is at least ``floor`` (where the factor decides a verdict), and returns one dict per
+    configuration. With ``more_runs``, the configurations where the factor matters — an
+    approximation error of at least ``floor``, or single steps in more than 10 % of the blocks
+    — are compared with ``more_runs`` fresh chain runs (seed ``more_seed``; fewer where they
+    would cost more than ``more_budget`` chain token-samples, never fewer than the stored runs)
+    instead of the stored ones."""
     import math
 
     import numpy as np
 
-    from attnsignal.validate.accuracy_map import map_row  # noqa: F401  (the row's fields)
-    from attnsignal.validate.plan import Prediction, predict
+    from attnsignal.validate.accuracy_map import chain_store, stored_runs
+    from attnsignal.validate.plan import Prediction
 
     out, s = Path(result.out), result.settings
-    (out / "reverdict").mkdir(exist_ok=True)
-    table = result.table.copy()
-    cost = table["ed_seconds"].fillna(0.0) + table["plan_cpu"].fillna(0.0)
-    done, same = [], 0
-    for i in cost.sort_values(ascending=not costly_first).index:
-        row = table.loc[i]
-        index = int(row["index"])
-        path = out / "reverdict" / f"c{index:03d}.json"
-        if not path.exists():
-            if not compute:
-                continue
-            stored = _stored_prediction(out, index, float(row["final_pred"]))
-            cfg = Prediction.from_dict(stored).config
-            t0 = time.perf_counter()
-            p = predict(cfg, runs=s.runs, budget=s.budget, max_steps=s.max_steps,
-                        n_samples=s.n_samples, seed=s.seeds(index)[1],
-                        max_blocks=s.max_blocks, diffusion_scale=s.diffusion_scale)
-            rec = {"index": index, "verdict": p.verdict, "causes": "; ".join(p.causes),
-                   "diagnostic": p.extra.get("diagnostic", {}),
-                   "identical": bool(np.array_equal(np.asarray(stored["mean_abs"]),
-                                                    np.asarray(p.mean_abs))),
-                   "seconds": time.perf_counter() - t0}
-            path.write_text(json.dumps(rec, indent=1) + "\n")
-            print(f"c{index:03d}: {rec['verdict']} (was {row['verdict']}), predicted error "
-                  f"{rec['diagnostic'].get('predicted_error', math.nan):.4f}, excess "
-                  f"{row['excess']:+.4f}, identical {rec['identical']}, "
-                  f"{rec['seconds']:.0f} s", flush=True)
+    cache = out / f"repredicted-{_code_key()}"
+    if not any(cache.glob("c*.json")):
+        raise SystemExit(f"{out}: no recomputed rows for the current code (run --reverdict first)")
+    rows = []
+    for path in sorted(cache.glob("c*.json")):
         rec = json.loads(path.read_text())
-        table.loc[i, "verdict"] = rec["verdict"]
-        table.loc[i, "causes"] = rec["causes"]
-        table.loc[i, "flagged"] = rec["verdict"] in ("flagged", "refused")
-        for k, v in rec["diagnostic"].items():
-            if f"diag_{k}" in table.columns or isinstance(v, (int, float)):
-                table.loc[i, f"diag_{k}"] = v
-        done.append(index)
-        same += bool(rec["identical"])
-    tol = s.tolerance
-    table["silent_miss"] = [bool(not f and not e <= tol)
-                            for f, e in zip(table["flagged"], table["excess"])]
-    return table, sorted(done), same
+        pred = Prediction.from_dict(rec["prediction"])
+        if pred.refused:
+            continue
+        d = pred.extra.get("diagnostic", {})
+        approx = float(d.get("approximation_error", 0.0))
+        single = int(d.get("single_step_blocks", 0)) > 0.1 * max(int(d.get("blocks", 1)), 1)
+        if more_runs and (approx >= floor or single):
+            import warnings
+
+            import attnsignal as asg
+
+            c = pred.config
+            n_runs = int(max(s.runs, min(more_runs, more_budget // (
+                pred.steps * c.batch * (c.n_tokens + 32)))))
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                res = asg.simulate(c.model, pred.step, steps=pred.steps, runs=n_runs,
+                                   batch=c.batch, update=c.update, engine="chain",
+                                   seed=more_seed, record_every=pred.record_every)
+            if not np.array_equal(np.asarray(res.steps), pred.record_steps):
+                raise SystemExit(f"c{c.index:03d}: the fresh runs' records are not the "
+                                 "prediction's")
+            values = np.abs(np.asarray(res.alignment, dtype=np.float64))
+        else:
+            values, _steps = stored_runs(chain_store(out, pred, s)[1])
+        g = np.abs(values.mean(axis=0) - pred.mean_abs)
+        sim_se = values.std(axis=0, ddof=1) / math.sqrt(values.shape[0])
+        pse = (np.nan_to_num(pred.mean_abs_se) if pred.mean_abs_se is not None
+               else np.zeros_like(g))
+        sig = np.sqrt(sim_se ** 2 + pse ** 2)
+        row = {"index": pred.config.index, "approx": approx,
+               "disc": float(d.get("discreteness_error", 0.0)), "runs": values.shape[0],
+               "single": int(d.get("single_step_blocks", 0)), "blocks": int(d.get("blocks", 0)),
+               "verdict": pred.verdict, "gap": float(g.max())}
+        for z in zs:
+            row[f"D{z:g}"] = float(np.max(np.maximum(g - z * sig, 0.0)))
+        rows.append(row)
+    big = [r for r in rows if r["approx"] >= floor]
+    print(f"{len(rows)} configurations recomputed; {len(big)} with approximation error "
+          f">= {floor:g}")
+    for z in zs:
+        cov = sum(r[f"D{z:g}"] <= r["approx"] for r in rows)
+        cov_big = sum(r[f"D{z:g}"] <= r["approx"] for r in big)
+        print(f"z = {z:g}: approximation error >= D_z at {cov} of {len(rows)} "
+              f"({cov / max(len(rows), 1):.0%}); at {cov_big} of {len(big)} of those >= {floor:g}")
+    print("\n| # | runs | blocks of one step | approximation error | of it discreteness | "
+          "largest gap | D_1 | D_2 | D_3 | verdict |\n|---|---|---|---|---|---|---|---|---|---|")
+    for r in sorted(rows, key=lambda r: (-r["approx"], -r.get("D2", 0))):
+        if r["approx"] >= floor or r.get("D2", 0) > r["approx"]:
+            print(f"| {r['index']} | {r['runs']} | {r['single']} of {r['blocks']} | "
+                  f"{r['approx']:.4f} | {r['disc']:.4f} | {r['gap']:.4f} | "
+                  + " | ".join(f"{r[f'D{z:g}']:.4f}" for z in zs) + f" | {r['verdict']} |")
+    return rows
 
 
 def main() -> int:
@@ -143,12 +252,24 @@ def main() -> int:
                     help=f"write the map's section into {PAGE.relative_to(ROOT)}")
     ap.add_argument("--out", default="results/effective_map", help="the map's directory")
     ap.add_argument("--reverdict", nargs="?", const="all", choices=("all", "cached"),
-                    help="the finished map's verdicts from the current diagnostic (no chain "
-                         "runs): 'all' computes what is missing, 'cached' renders what is there")
+                    help="the finished map's prediction-dependent columns from the current "
+                         "code against its stored chain runs (no new runs): 'all' computes "
+                         "what is missing, 'cached' renders what is there")
     ap.add_argument("--costly-first", action="store_true",
                     help="with --reverdict: the costliest configurations first (a second "
                          "process from the other end)")
+    ap.add_argument("--edgeworth-check", action="store_true",
+                    help="after --reverdict: the diagnostic's approximation error against "
+                         "each gap's part beyond Monte-Carlo error")
+    ap.add_argument("--more-runs", type=int, default=0,
+                    help="with --edgeworth-check: fresh chain runs (seed 4242) where the "
+                         "approximation error matters")
     args, rest = ap.parse_known_args()
+    if args.edgeworth_check:
+        from attnsignal.validate import MapResult
+
+        edgeworth_check(MapResult.load(args.out), more_runs=args.more_runs)
+        return 0
     if args.reverdict:
         return _reverdict_main(args)
     from attnsignal.cli import main as cli
@@ -188,18 +309,23 @@ def _reverdict_main(args) -> int:
     import dataclasses
 
     from attnsignal.validate import BOX, MapResult
-    from attnsignal.validate.outputs import docs_section, plot_map, update_docs
+    from attnsignal.validate.outputs import END, docs_section, plot_map, update_docs
 
     result = MapResult.load(args.out)
-    table, done, same = reverdict(result, compute=args.reverdict == "all",
-                                  costly_first=args.costly_first)
+    table, done, same, seconds = reverdict(result, compute=args.reverdict == "all",
+                                           costly_first=args.costly_first)
     result = dataclasses.replace(result, table=table)
     s = result.summary()
     left = sorted(set(int(i) for i in table["index"]) - set(done))
-    print(f"re-verdicted {len(done)} of {len(table)} configurations ({same} with a bit-identical "
-          f"mean |rho|); flagged {s['flagged']}; beyond {s['tolerance']:g}: "
-          f"{s['beyond_tolerance']}, flagged {s['beyond_flagged']}, silent misses "
-          f"{s['silent_misses']}" + (f"; stored verdicts kept: {left}" if left else ""))
+    print(f"recomputed {len(done)} of {len(table)} configurations ({same} with a bit-identical "
+          f"mean |rho|; {seconds:.0f} s summed); excess <= {s['tolerance']:g}: "
+          f"{s['excess_fraction']:.1%}; band 80 +- 8 %: {s['band_fraction']:.1%}; flagged "
+          f"{s['flagged']}; beyond {s['tolerance']:g}: {s['beyond_tolerance']}, flagged "
+          f"{s['beyond_flagged']}, silent misses {s['silent_misses']}"
+          + (f"; stored rows kept: {left}" if left else ""))
+    for _, r in result.misses().iterrows():
+        print(f"  miss c{int(r['index']):03d}: excess {r['excess']:+.4f}, band {r['band']:.3f}, "
+              f"{r['verdict']}: {r['causes']}")
     if args.docs:
         calls = json.loads((Path(args.out) / "benchmark_calls.json").read_text())
         computed = [c for c in calls if c.get("new_rows", 1) > 0] or calls[-1:]
@@ -212,18 +338,16 @@ def _reverdict_main(args) -> int:
                                         f"--budget {result.settings.budget:g}"),
                                box=BOX.describe(),
                                timing=(wall, cpu, os.cpu_count(), (min(loads), max(loads))))
-        note = (f"\n\nVerdicts: the current diagnostic's, re-evaluated from the stored "
-                f"configurations by `python benchmarks/effective_map.py --reverdict --docs` "
-                f"({len(done)} of {len(table)} configurations, {same} of them with the stored "
-                f"mean $|\\rho|$ reproduced bit for bit"
-                + (f"; the earlier rule's verdict kept at {', '.join(f'c{i:03d}' for i in left)}"
-                   if left else "") + "). "
-                f"{s['flagged']} configurations are flagged; {s['beyond_tolerance']} lie "
-                f"beyond {s['tolerance']:g} + 3 SE"
-                + (f", {s['beyond_flagged']} of them flagged" if s['beyond_tolerance'] else
-                   " (so no silent miss is possible)") + ".\n")
+        note = (f"\n\nEvery prediction-dependent column above (the prediction, its verdict and "
+                f"diagnostic, the excess, the band, the effective dynamics' cost) is the current "
+                f"code's, recomputed against the stored chain runs without new ones by\n\n"
+                "```bash\npython benchmarks/effective_map.py --out DIR --reverdict --docs\n```\n\n"
+                f"({len(done)} of {len(table)} configurations, {seconds / 60:.0f} minutes of wall "
+                f"time summed over them; {same} predictions came out bit for bit as stored"
+                + (f"; the stored row kept at {', '.join(f'c{i:03d}' for i in left)}"
+                   if left else "") + "). The chain runs' cost and the time above are the "
+                "map's first computation's.\n")
         plot_map(result, Path(args.out) / "map_reverdict.png")
-        from attnsignal.validate.outputs import END
         section = section.replace("\n" + END, note + "\n" + END)
         update_docs(PAGE, section, Path(args.out) / "map_reverdict.png", FIGURE)
         print(f"wrote the section of {PAGE.relative_to(ROOT)} and {FIGURE.relative_to(ROOT)}")

@@ -202,3 +202,28 @@ def test_a_small_box_draws_inside_its_own_ranges():
     box = MapBox(d=(20, 30), n_informative=(5, 6), nuisance_ratio=(1.0, 1.5))
     for c in draw_configs(6, seed=1, box=box):
         assert 20 <= c.d <= 30 and 5 <= c.n_informative <= 6
+
+
+def test_recomputed_row_comes_from_the_stored_runs_and_the_current_prediction(real_map):
+    """``repredicted_row`` (``benchmarks/effective_map.py --reverdict``) makes the prediction
+    again at the stored schedule and records and compares it with the stored chain runs: a
+    stored prediction and row that were wrong (mean ``|ρ|`` 0.2 too high, verdict, excess and
+    band made up) do not survive into it, and with the code unchanged it reproduces the map's
+    own prediction and row bit for bit."""
+    import json
+
+    from attnsignal.validate.accuracy_map import repredicted_row
+    from attnsignal.validate.plan import Prediction
+
+    out = real_map.out
+    stored_row = real_map.table.iloc[1].to_dict()  # FAST: the cheaper one
+    path = sorted((out / "predictions").glob("c001-*.json"))[0]
+    stored = Prediction.from_dict(json.loads(path.read_text()))
+    wrong = dataclasses.replace(stored, mean_abs=stored.mean_abs + 0.2,
+                                verdict="refused" if stored.verdict == "ok" else "ok")
+    made_up = {**stored_row, "excess": 1.0, "band": 0.0}
+    row, pred = repredicted_row(out, wrong, SETTINGS, made_up)
+    assert np.array_equal(pred.mean_abs, stored.mean_abs)
+    for k in ("excess", "band", "gap", "gap_se", "verdict", "final_pred", "final_sim", "steps",
+              "sim_hit"):
+        assert row[k] == stored_row[k], k

@@ -83,10 +83,10 @@ from ..config import ConfigError, ModelConfig, StepSize
 from ..schedules import TabulatedStep, tabulated_eta
 from ..validation import Boolean, Integer, Optional, Real, validated
 from ._checks import BATCH, MODEL, RHO0, SEED, TARGET, UPDATE
-from .moments import NODE_DZ, refine_table
+from .moments import refine_table
 from .effective import (BlockBudgetExceeded, EffectiveDynamics, MomentTable, _z_max,
                         check_effective_model, effective_dynamics, moment_table,
-                        pooled_law, within_tolerance)
+                        pooled_law, visited_nodes, within_tolerance)
 from .finite_step import second_order_coefficient
 from .landscape import landscape
 
@@ -454,11 +454,13 @@ def _feedback_schedule(table: MomentTable, side: float, z0: float, z1: float, s2
 def _visited(model: ModelConfig, schedule: Any, table: MomentTable, horizon: int,
              target: float, initial_alignment: float | None, max_blocks: int | None
              ) -> tuple[np.ndarray, float]:
-    """The moment nodes within ``2·NODE_DZ`` of where the law under ``schedule`` (the pooled
-    moments of ``table``, :data:`_LOG_RECORDS` log-spaced records) holds mass above ``1e-6``
-    up to the horizon of the runs — ``horizon`` steps, or :data:`_HORIZON` × the first hit of
-    ``target`` if that comes first — and that hit (inf if none): the nodes whose moments shape
-    the advisor's predictions (every node if that evolution exceeds ``max_blocks``)."""
+    """The moment nodes that the law under ``schedule`` (the pooled moments of ``table``,
+    :data:`_LOG_RECORDS` log-spaced records) visits up to the horizon of the runs —
+    ``horizon`` steps, or :data:`_HORIZON` × the first hit of ``target`` if that comes first —
+    by the effective dynamics' own rule (:func:`~attnsignal.theory.effective.visited_nodes`:
+    more than ``10⁻⁴`` of the mass within ``±NODE_DZ/2`` at some record), and that hit (inf if
+    none): the nodes whose moments shape the advisor's predictions (every node if that
+    evolution exceeds ``max_blocks`` or visits none)."""
     everywhere = np.ones(table.z_nodes.size, dtype=bool)
     try:
         ks, z, law, mean_abs = pooled_law(model, schedule, table, _records(horizon),
@@ -469,11 +471,8 @@ def _visited(model: ModelConfig, schedule: Any, table: MomentTable, horizon: int
     k_hit = _hit(_Pooled(ks, mean_abs), target)
     if math.isfinite(k_hit):
         law = law[np.asarray(ks) <= _HORIZON * k_hit]
-    where = z[law.max(axis=0) > 1e-6]
-    if where.size == 0:
-        return everywhere, k_hit
-    zn = table.z_nodes
-    return (zn >= where.min() - 2 * NODE_DZ) & (zn <= where.max() + 2 * NODE_DZ), k_hit
+    visited = visited_nodes(table, law, z)
+    return (visited if np.any(visited) else everywhere), k_hit
 
 
 class _Evaluator:

@@ -53,7 +53,8 @@ from ..validation import Config, Integer, Optional, Real
 from .box import MapConfig
 from .plan import Prediction, chain_token_samples, predict
 
-__all__ = ["MapSettings", "MapResult", "MapFailed", "run_map", "TARGETS", "map_row"]
+__all__ = ["MapSettings", "MapResult", "MapFailed", "run_map", "TARGETS", "map_row",
+           "repredicted_row", "chain_store", "stored_runs"]
 
 #: What the map must show (issue targets, stated in the report beside the measured fractions).
 TARGETS = {"excess_fraction": 0.95, "band_fraction": 0.90, "band_centre": 0.80,
@@ -364,6 +365,58 @@ def _write_json(path: Path, data: Any) -> None:
     atomic_write(path, lambda p: Path(p).write_text(text + "\n"))
 
 
+def chain_store(out: Path, pred: Prediction, settings: MapSettings) -> tuple[Any, Path]:
+    """The sweep of ``pred``'s chain runs (its schedule, length, records and the map's chain
+    seed) and the directory of its store under ``out/chain``."""
+    from ..reproduce.context import sweep_spec
+    from ..sweep import SweepSpec
+
+    cfg = pred.config
+    spec = SweepSpec.from_dict(sweep_spec(
+        cfg.model, pred.step, seed=settings.seeds(cfg.index)[0], runs=settings.runs,
+        steps=pred.steps, engine="chain", record_every=pred.record_every, batch=cfg.batch,
+        update=cfg.update))
+    return spec, Path(out) / "chain" / f"c{cfg.index:03d}-{spec.identity()[:12]}"
+
+
+def stored_runs(store: Path) -> tuple[np.ndarray, np.ndarray]:
+    """``(|ρ|, steps)`` of a sweep store's runs: ``(runs, records)`` (runs that diverged left
+    out) and the records' steps."""
+    from ..sweep import load_sweep
+
+    wide = load_sweep(store).pivot(index="run", columns="step", values="alignment")
+    values = np.abs(wide.to_numpy(dtype=np.float64))
+    return values[np.all(np.isfinite(values), axis=1)], wide.columns.to_numpy(dtype=np.int64)
+
+
+def repredicted_row(out: str | Path, stored: Prediction, settings: MapSettings,
+                    stored_row: dict[str, Any]) -> tuple[dict[str, Any], Prediction]:
+    """A finished configuration's row with every prediction-dependent column (the prediction,
+    its verdict and diagnostic, ``excess``, ``band``, the effective dynamics' cost) from the
+    current code, against its stored chain runs (no new runs): the prediction is made again at
+    the stored schedule and records (:func:`.plan.predict_at`) and compared with the runs'
+    ``|ρ|`` read back from ``out/chain``. The planning's cost (``plan_seconds``, ``plan_cpu``)
+    stays the stored row's. Returns ``(row, prediction)``; raises ``ConfigError`` (field
+    ``out``) when the runs are not stored."""
+    from .plan import predict_at
+
+    pred = predict_at(stored, n_samples=settings.n_samples,
+                      seed=settings.seeds(stored.config.index)[1],
+                      max_blocks=settings.max_blocks, diffusion_scale=settings.diffusion_scale)
+    if pred.refused:
+        return map_row(pred, None, None, math.nan, settings), pred
+    _spec, store = chain_store(out, pred, settings)
+    if not store.is_dir():
+        raise ConfigError("out", f"must hold the chain runs of {stored.config.label()}",
+                          str(store))
+    values, steps = stored_runs(store)
+    seconds = _read_json(store.parent / f"{store.name}.seconds.json") or {}
+    row = map_row(pred, values, steps, float(sum(seconds.values())), settings)
+    for k in ("plan_seconds", "plan_cpu"):
+        row[k] = stored_row.get(k, row[k])
+    return row, pred
+
+
 class _Runner:
     """One map run: the backend, the output directory, progress."""
 
@@ -390,16 +443,11 @@ class _Runner:
 
     def chain(self, pred: Prediction) -> tuple[np.ndarray, np.ndarray, float]:
         """The runs of ``pred``'s configuration as a sweep: ``(|ρ|, steps, seconds)``."""
-        from ..reproduce.context import sweep_spec
-        from ..sweep import SweepSpec, load_sweep, run_sweep
+        from ..sweep import run_sweep
 
         cfg, s = pred.config, self.settings
-        spec = SweepSpec.from_dict(sweep_spec(
-            cfg.model, pred.step, seed=s.seeds(cfg.index)[0], runs=s.runs, steps=pred.steps,
-            engine="chain", record_every=pred.record_every, batch=cfg.batch,
-            update=cfg.update))
-        store = self.out / "chain" / f"c{cfg.index:03d}-{spec.identity()[:12]}"
-        costs_path = self.out / "chain" / f"{store.name}.seconds.json"
+        spec, store = chain_store(self.out, pred, s)
+        costs_path = store.parent / f"{store.name}.seconds.json"
         seconds: dict[str, float] = _read_json(costs_path) or {}
 
         def on_task(task: Any, outcome: Any) -> None:
@@ -414,11 +462,8 @@ class _Runner:
         if report.failed:
             raise RuntimeError(f"{cfg.label()}: {len(report.failed)} chain task(s) failed: "
                                + "; ".join(map(str, report.failed[:2])))
-        frame = load_sweep(store)
-        wide = frame.pivot(index="run", columns="step", values="alignment")
-        values = np.abs(wide.to_numpy(dtype=np.float64))
-        values = values[np.all(np.isfinite(values), axis=1)]  # diverged runs left out
-        return values, wide.columns.to_numpy(dtype=np.int64), float(sum(seconds.values()))
+        values, steps = stored_runs(store)
+        return values, steps, float(sum(seconds.values()))
 
     def one(self, cfg: MapConfig) -> dict[str, Any]:
         s = self.settings

@@ -34,6 +34,9 @@ unless the planning evolution was that one), so its diagnostic
 (:class:`~attnsignal.theory.effective.Diagnostic`) speaks of what is compared. ``seconds``
 holds the moment table's and that evolution's wall time (what a user pays for the prediction)
 and ``plan_seconds`` all of this task's (the cap, the ODE, the planning evolutions).
+:func:`predict_at` makes the prediction again at a stored prediction's schedule and records
+without planning them (the same table and evolution): what brings a finished map up to date
+with the code against its stored chain runs.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ from __future__ import annotations
 import math
 import time
 import warnings
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -49,7 +52,7 @@ import numpy as np
 from ..config import ConfigError, StepSize
 from .box import MapConfig, config_from_dict
 
-__all__ = ["Prediction", "predict", "step_cap", "chain_token_samples", "LEVEL"]
+__all__ = ["Prediction", "predict", "predict_at", "step_cap", "chain_token_samples", "LEVEL"]
 
 #: the level of mean ``|ρ|`` the runs must pass
 LEVEL = 0.5
@@ -210,13 +213,105 @@ def _diagnostic(ed: Any, caught: list) -> tuple[str, tuple[str, ...], np.ndarray
     return verdict, causes, np.asarray(ed.mean_abs_stderr, dtype=np.float64), numbers
 
 
+class _Evolver:
+    """The effective dynamics of ``cfg`` under ``step`` on a given moment table, the warnings
+    of its last evolution kept in ``caught``."""
+
+    def __init__(self, cfg: MapConfig, step: StepSize, *, seed: int, n_samples: int,
+                 max_blocks: int | None, diffusion_scale: float):
+        self.cfg, self.step, self.seed, self.n_samples = cfg, step, seed, n_samples
+        self.max_blocks, self.diffusion_scale = max_blocks, diffusion_scale
+        self.caught: list = []
+
+    def __call__(self, n: int, every: int, moments: Any) -> Any:
+        from ..theory.effective import effective_dynamics
+
+        c = self.cfg
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            ed = effective_dynamics(c.model, self.step, steps=n, batch=c.batch,
+                                    update=c.update, record_every=every, seed=self.seed,
+                                    n_samples=self.n_samples, moments=moments,
+                                    max_blocks=self.max_blocks,
+                                    diffusion_scale=self.diffusion_scale)
+        self.caught[:] = seen
+        return ed
+
+
+def _at_records(evolve: _Evolver, table: Any, steps: int, every: int,
+                planned: Any = None) -> tuple[Any, Any, float]:
+    """The prediction over ``steps`` steps recorded every ``every`` on ``table``, with more
+    draws while its Monte-Carlo error takes more than half of :data:`TOLERANCE` (as
+    ``effective_dynamics`` does for a table of its own); ``planned``: an evolution already made
+    at exactly these records on ``table``. Returns ``(effective dynamics, final table, seconds
+    of the added draws beyond the last evolution)``."""
+    from ..theory.effective import within_tolerance
+
+    evolved: list[float] = []
+
+    def runs_prediction(t: Any) -> Any:
+        if t is table and planned is not None:
+            return planned
+        e = evolve(steps, every, t)
+        evolved.append(float(e.timings["evolve_s"]))
+        return e
+
+    t0 = time.perf_counter()
+    ed, final = within_tolerance(runs_prediction, table, TOLERANCE)
+    return ed, final, max(0.0, time.perf_counter() - t0 - (evolved[-1] if evolved else 0.0))
+
+
+def _finish(pred_fields: dict[str, Any], ed: Any, final: Any, evolve: _Evolver,
+            t_moments: float) -> dict[str, Any]:
+    """The prediction's fields from its evolution at the runs' records."""
+    q10, q90 = ed.quantile([0.1, 0.9])
+    verdict, causes, se, numbers = _diagnostic(ed, evolve.caught)
+    t_ev = float(ed.timings["evolve_s"])
+    return dict(pred_fields, record_steps=np.asarray(ed.steps, dtype=np.int64),
+                mean_abs=ed.mean_abs, q10=q10, q90=q90, mean_abs_se=se, verdict=verdict,
+                causes=causes, seconds={"moments": t_moments, "evolve": t_ev,
+                                        "total": t_moments + t_ev},
+                extra={"diagnostic": numbers, "draws": float(final.n_samples)})
+
+
+def predict_at(pred: Prediction, *, n_samples: int, seed: int, max_blocks: int | None,
+               diffusion_scale: float = 1.0) -> Prediction:
+    """The prediction of ``pred``'s configuration made again with the current code at exactly
+    ``pred``'s schedule, run length and records — those of the chain runs stored against it —
+    without planning them again: the same moment table (its step range
+    ``[η(cap − 1), η0]``, ``n_samples`` and ``seed``) and the same evolution and tolerance
+    loop as :func:`predict`, so where the code did not change the prediction is ``pred``'s
+    bit for bit. ``predicted_hit`` is read at the runs' records; ``plan_seconds`` and
+    ``plan_cpu`` are ``pred``'s (nothing is planned)."""
+    from ..theory.effective import BlockBudgetExceeded, moment_table
+
+    cfg, step = pred.config, pred.step
+    t0 = time.perf_counter()
+    table = moment_table(cfg.model, float(step.eta(pred.cap - 1)), pred.eta0,
+                         batch=cfg.batch, update=cfg.update, n_samples=n_samples, seed=seed)
+    t_moments = time.perf_counter() - t0
+    evolve = _Evolver(cfg, step, seed=seed, n_samples=n_samples, max_blocks=max_blocks,
+                      diffusion_scale=diffusion_scale)
+    try:
+        ed, final, t_more = _at_records(evolve, table, pred.steps, pred.record_every)
+    except BlockBudgetExceeded as exc:
+        empty = np.zeros(0)
+        return replace(pred, predicted_hit=-1, record_steps=np.zeros(0, dtype=np.int64),
+                       mean_abs=empty, q10=empty, q90=empty, mean_abs_se=None,
+                       verdict="refused", causes=(str(exc),), n_samples=n_samples,
+                       seconds={"moments": t_moments, "evolve": float("nan"),
+                                "total": float("nan")}, extra={})
+    fields = _finish({"predicted_hit": int(ed.hitting_step(LEVEL)), "n_samples": n_samples},
+                     ed, final, evolve, t_moments + t_more)
+    return replace(pred, **fields)
+
+
 def predict(cfg: MapConfig, *, runs: int, budget: float, max_steps: int, n_samples: int,
             seed: int, max_blocks: int | None, diffusion_scale: float = 1.0) -> Prediction:
     """The schedule, run length and prediction of ``cfg`` (module docstring). ``seed`` seeds
     the reduced draws (``κ_B`` and the one-step moments); ``diffusion_scale`` is passed to the
     effective dynamics (1: the real one; 0: a deliberately wrong law for tests)."""
-    from ..theory.effective import (BlockBudgetExceeded, effective_dynamics, moment_table,
-                                    within_tolerance)
+    from ..theory.effective import BlockBudgetExceeded, moment_table
 
     t_start, c_start = time.perf_counter(), time.process_time()
     model = cfg.model
@@ -241,18 +336,8 @@ def predict(cfg: MapConfig, *, runs: int, budget: float, max_steps: int, n_sampl
                           n_samples=n_samples, plan_seconds=time.perf_counter() - t_start,
                           plan_cpu=time.process_time() - c_start, **kw)
 
-    caught: list = []
-
-    def evolve(n: int, every: int, moments: Any) -> Any:
-        with warnings.catch_warnings(record=True) as seen:
-            warnings.simplefilter("always")
-            ed = effective_dynamics(model, step, steps=n, batch=cfg.batch, update=cfg.update,
-                                    record_every=every, seed=seed, n_samples=n_samples,
-                                    moments=moments, max_blocks=max_blocks,
-                                    diffusion_scale=diffusion_scale)
-        caught[:] = seen
-        return ed
-
+    evolve = _Evolver(cfg, step, seed=seed, n_samples=n_samples, max_blocks=max_blocks,
+                      diffusion_scale=diffusion_scale)
     horizon = min(cap, max(MIN_STEPS, 4 * k_ode)) if k_ode > 0 else cap
     every = max(1, horizon // PLAN_RECORDS)
     try:
@@ -263,27 +348,14 @@ def predict(cfg: MapConfig, *, runs: int, budget: float, max_steps: int, n_sampl
             if horizon >= cap or (hit >= 0 and 2 * hit <= horizon):
                 break
             horizon = min(cap, max(4 * horizon, 2 * hit) if hit >= 0 else 8 * horizon)
-        # the runs' length and records, and the prediction at exactly those (on the same
-        # table, with more draws while its Monte-Carlo error takes more than half the
-        # tolerance, as effective_dynamics does for a table of its own)
+        # the runs' length and records, and the prediction at exactly those
         if hit >= 0:
             steps = min(horizon, every * math.ceil(max(2 * hit, MIN_STEPS) / every))
         else:
             steps = horizon
         rec_every = every * max(1, steps // (RECORDS * every))
-        planned, evolved = ed, []
-
-        def runs_prediction(t: Any) -> Any:
-            if t is table and (steps, rec_every) == (horizon, every):
-                return planned  # the planning evolution was the runs'
-            e = evolve(steps, rec_every, t)
-            evolved.append(float(e.timings["evolve_s"]))
-            return e
-
-        t0 = time.perf_counter()
-        ed, final = within_tolerance(runs_prediction, table, TOLERANCE)
-        # beyond the last evolution: the added draws (and the evolutions they replaced)
-        t_more = max(0.0, time.perf_counter() - t0 - (evolved[-1] if evolved else 0.0))
+        planned = ed if (steps, rec_every) == (horizon, every) else None
+        ed, final, t_more = _at_records(evolve, table, steps, rec_every, planned)
     except BlockBudgetExceeded as exc:
         empty = np.zeros(0)
         return base(steps=horizon, record_every=every, predicted_hit=-1,
@@ -291,11 +363,5 @@ def predict(cfg: MapConfig, *, runs: int, budget: float, max_steps: int, n_sampl
                     q90=empty, mean_abs_se=None, verdict="refused", causes=(str(exc),),
                     seconds={"moments": t_moments, "evolve": float("nan"),
                              "total": float("nan")})
-    q10, q90 = ed.quantile([0.1, 0.9])
-    verdict, causes, se, numbers = _diagnostic(ed, caught)
-    return base(steps=steps, record_every=rec_every, predicted_hit=hit,
-                record_steps=np.asarray(ed.steps, dtype=np.int64), mean_abs=ed.mean_abs,
-                q10=q10, q90=q90, mean_abs_se=se, verdict=verdict, causes=causes,
-                seconds={"moments": t_moments + t_more, "evolve": float(ed.timings["evolve_s"]),
-                         "total": t_moments + t_more + float(ed.timings["evolve_s"])},
-                extra={"diagnostic": numbers, "draws": float(final.n_samples)})
+    return base(steps=steps, record_every=rec_every,
+                **_finish({"predicted_hit": hit}, ed, final, evolve, t_moments + t_more))
