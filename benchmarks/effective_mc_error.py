@@ -24,7 +24,8 @@ steps), ``beta`` (d = 420, L = 1 560, θ = 0.7, β = 1.1, η_k = 0.045(1 + k/250
 12 000 steps).
 
     PYTHONPATH=src nice -n 10 python benchmarks/effective_mc_error.py [--configs small e1 beta]
-        [--draws 4000 16000] [--seeds 16] [--replicates 8] [--tolerance] [--save raw.npz]
+        [--draws 4000 16000] [--seeds 16] [--first-seed 1000] [--replicates 8] [--tolerance]
+        [--save raw.npz]
 """
 
 from __future__ import annotations
@@ -55,11 +56,13 @@ def _run(name: str, seed: int, **kw):
         return effective_dynamics(model, step, steps=steps, record_every=every, seed=seed, **kw)
 
 
-def measure(name: str, n: int, seeds: int, replicates: int) -> dict[str, np.ndarray]:
-    """The predictions and reported errors of ``seeds`` moment seeds at ``n`` draws a node."""
+def measure(name: str, n: int, seeds: int, replicates: int, first: int = 1000
+            ) -> dict[str, np.ndarray]:
+    """The predictions and reported errors of ``seeds`` moment seeds (``first, first + 1, …``)
+    at ``n`` draws a node."""
     pred, se, top, reps = [], [], [], []
-    for s in range(seeds):
-        ed = _run(name, 1000 + s, n_samples=n, rtol=None, tolerance=None,
+    for s in range(first, first + seeds):
+        ed = _run(name, s, n_samples=n, rtol=None, tolerance=None,
                   replicates=replicates)
         pred.append(ed.mean_abs)
         se.append(ed.mean_abs_stderr)
@@ -87,6 +90,7 @@ def main() -> None:
     ap.add_argument("--draws", nargs="+", type=int, default=[4000, 16_000])
     ap.add_argument("--seeds", type=int, default=16)
     ap.add_argument("--replicates", type=int, default=8)
+    ap.add_argument("--first-seed", type=int, default=1000)
     ap.add_argument("--tolerance", action="store_true")
     ap.add_argument("--save", default=None)
     args = ap.parse_args()
@@ -94,7 +98,7 @@ def main() -> None:
     if args.tolerance:
         for name in args.configs:
             t0 = time.perf_counter()
-            eds = [_run(name, 1000 + s) for s in range(args.seeds)]
+            eds = [_run(name, args.first_seed + s) for s in range(args.seeds)]
             pred = np.array([ed.mean_abs for ed in eds])
             draws = [int(ed.diagnostic.draws) for ed in eds]
             rep = np.array([ed.diagnostic.stderr for ed in eds])
@@ -106,7 +110,9 @@ def main() -> None:
                   f"over the records) {pred.std(axis=0, ddof=1).max():.4f} against the "
                   f"allowed {allowed:.4f}; reported SE median {np.median(rep):.4f} "
                   f"[{np.min(rep):.4f}, {np.max(rep):.4f}]; approximation error median "
-                  f"{np.median(approx):.4f}; call {np.median(cpu):.2f} s (median) "
+                  f"{np.median(approx):.4f}; flagged "
+                  f"{sum(ed.diagnostic.verdict != 'ok' for ed in eds)} of {len(eds)}; "
+                  f"call {np.median(cpu):.2f} s (median) "
                   f"[{time.perf_counter() - t0:.0f} s]", flush=True)
             raw[f"{name}_tol_pred"] = pred
         if args.save:
@@ -117,7 +123,7 @@ def main() -> None:
     for name in args.configs:
         for n in args.draws:
             t0 = time.perf_counter()
-            r = measure(name, n, args.seeds, args.replicates)
+            r = measure(name, n, args.seeds, args.replicates, args.first_seed)
             a, rep, mx, med, lo, hi = summarise(r)
             print(f"{name} | {n:,} | {a:.4f} | {rep:.4f} | {rep / a:.2f} | {mx:.2f} | "
                   f"{med:.2f} [{lo:.2f}, {hi:.2f}]   ({time.perf_counter() - t0:.0f} s, "

@@ -57,7 +57,10 @@ few steps. The prediction's errors, and how :class:`Diagnostic` estimates each:
 
 * Monte-Carlo: the draws behind the moments are split into ``K`` disjoint groups whose tables
   are evolved separately; the spread of the ``K`` predictions gives the standard error of the
-  pooled prediction (``mean_abs_stderr``, :meth:`EffectiveDynamics.quantile_stderr`);
+  pooled prediction (``mean_abs_stderr``, :meth:`EffectiveDynamics.quantile_stderr`; measured
+  against the spread over independent moment seeds in ``docs/effective-dynamics.md``), and
+  :func:`within_tolerance` adds draws while ``t₀.₉₇₅,K−1`` times it exceeds half the
+  tolerance;
 * the diffusion approximation: the third and fourth cumulants it drops, estimated from the
   jump's skewness and excess kurtosis against the law's width and their effect on the mean
   ``|ρ|`` (:func:`approximation_errors`; its running maximum over the records, times a measured
@@ -1276,9 +1279,10 @@ def effective_dynamics(model: ModelConfig, step: Any, *, steps: int,
         0 or 1: none (standard errors NaN)
     tolerance : the largest acceptable error of the predicted mean ``|ρ|``: while the
         Monte-Carlo part (``t₀.₉₇₅,K−1`` times the replicates' standard error) exceeds half of
-        it, the draws at the nodes the law visits are multiplied (within ``max_samples``) and
-        the law evolved again; when the :class:`Diagnostic` predicts more (or finds a cause), an
-        :class:`EffectiveDynamicsAccuracyWarning` names the cause (None: no check)
+        it, draws are added at the nodes the law visits and the law evolved again
+        (:func:`within_tolerance`, the one rule); when the :class:`Diagnostic` predicts more
+        (or finds a cause), an :class:`EffectiveDynamicsAccuracyWarning` names the cause
+        (None: no check)
     strict : raise :class:`EffectiveDynamicsAccuracyError` instead of warning
     grid_step : spacing ``h`` of the ``z`` grid (default ``min(0.01, 0.1/√d)``, at most
         20 001 nodes; an explicit one at most 4 times finer than the default and within
