@@ -13,6 +13,7 @@ seeds. Printed per (configuration, draws):
 * ``records``: the median and range of reported / actual over the records whose actual spread
   is at least a fifth of the largest.
 
+The same for the predicted 10 % and 90 % quantiles of ``|ρ|`` (``quantile_stderr``).
 A ratio's own sampling error with ``S`` seeds is about ``1/√(2(S − 1))`` (18 % at 16 seeds).
 ``--tolerance`` instead runs the defaults (``rtol`` 0.03, tolerance 0.01) per seed and prints
 the draws they stopped at and the actual spread there against the share of the tolerance the
@@ -39,6 +40,9 @@ import numpy as np
 import attnsignal as asg
 from attnsignal.theory.effective import _MC_SHARE, effective_dynamics
 
+#: the quantile levels of ``|ρ|`` whose reported error is measured too
+_LEVELS = [0.1, 0.9]
+
 CONFIGS = {
     "small": (asg.ModelConfig(d=250, n_informative=30, n_nuisance=400, theta=0.8),
               asg.StepSize(eta0=0.05, k0=300.0, power=0.75), 8000, 100),
@@ -60,16 +64,33 @@ def measure(name: str, n: int, seeds: int, replicates: int, first: int = 1000
             ) -> dict[str, np.ndarray]:
     """The predictions and reported errors of ``seeds`` moment seeds (``first, first + 1, …``)
     at ``n`` draws a node."""
-    pred, se, top, reps = [], [], [], []
+    pred, se, top, reps, q, qse = [], [], [], [], [], []
     for s in range(first, first + seeds):
         ed = _run(name, s, n_samples=n, rtol=None, tolerance=None,
                   replicates=replicates)
+        q.append(ed.quantile(_LEVELS))
+        qse.append(ed.quantile_stderr(_LEVELS))
         pred.append(ed.mean_abs)
         se.append(ed.mean_abs_stderr)
         top.append(float(np.nanmax(ed.mean_abs_stderr)))
         reps.append(ed.replicate_mean_abs)
     return {"pred": np.array(pred), "se": np.array(se), "top": np.array(top),
-            "reps": np.array(reps)}
+            "reps": np.array(reps), "q": np.array(q), "qse": np.array(qse)}
+
+
+def quantile_ratios(r: dict[str, np.ndarray]) -> list[tuple[float, float, float]]:
+    """Per level of :data:`_LEVELS`: ``(actual at the worst record, reported / actual there,
+    median reported / actual over the records whose actual spread is a fifth of the
+    largest or more)`` of the predicted quantiles of ``|ρ|``."""
+    out = []
+    for i in range(len(_LEVELS)):
+        actual = r["q"][:, i].std(axis=0, ddof=1)
+        reported = np.sqrt(np.mean(r["qse"][:, i] ** 2, axis=0))
+        j = int(np.argmax(actual))
+        live = actual >= 0.2 * actual[j]
+        out.append((float(actual[j]), float(reported[j] / actual[j]),
+                    float(np.median(reported[live] / actual[live]))))
+    return out
 
 
 def summarise(r: dict[str, np.ndarray]) -> tuple[float, float, float, float, float, float]:
@@ -128,6 +149,10 @@ def main() -> None:
             print(f"{name} | {n:,} | {a:.4f} | {rep:.4f} | {rep / a:.2f} | {mx:.2f} | "
                   f"{med:.2f} [{lo:.2f}, {hi:.2f}]   ({time.perf_counter() - t0:.0f} s, "
                   f"K = {args.replicates}, {args.seeds} seeds)", flush=True)
+            for lv, (qa, qr, qm) in zip(_LEVELS, quantile_ratios(r)):
+                print(f"    quantile {lv:g} of |ρ|: actual {qa:.4f} at the worst record, "
+                      f"reported / actual {qr:.2f} there, median over the records {qm:.2f}",
+                      flush=True)
             for k, v in r.items():
                 raw[f"{name}_{n}_{k}"] = v
     if args.save:
