@@ -311,7 +311,8 @@ def test_deposit_keeps_the_mean_and_variance(sig_over_h):
 def test_the_standard_error_covers_the_seed_to_seed_spread():
     """Five moment seeds at SMALL with few draws: the spread of the predicted mean |ρ| over the
     seeds agrees with the reported Monte-Carlo standard error (ratio within [0.4, 2.5] at the
-    last record; with 4 degrees of freedom the ratio's 95 % range is about [0.35, 1.9])."""
+    last record; with 4 degrees of freedom the ratio's 95 % range is about [0.35, 1.9]) — a
+    seeded slice of ``benchmarks/effective_mc_error.py`` (16 seeds at three configurations)."""
     preds, ses = [], []
     for seed in range(5):
         ed = effective_dynamics(SMALL, STEP, steps=300, record_every=100, n_samples=1000,
@@ -355,11 +356,40 @@ def test_draws_are_added_until_the_monte_carlo_error_fits_the_tolerance():
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        ed = effective_dynamics(SMALL, STEP, steps=300, record_every=100, n_samples=500,
+        ed = effective_dynamics(SMALL, STEP, steps=120, record_every=40, n_samples=500,
                                 max_samples=64_000, rtol=None, tolerance=0.02)
     d = ed.diagnostic
     assert d.draws > 500
     assert d.mc_error <= 0.01 or d.draws == 64_000
+
+
+def test_within_tolerance_adds_draws_only_where_the_law_goes():
+    """The one tolerance rule, for a shared table (the advisor's, the map's): the draws grow
+    at the moment nodes the law visits alone — the others keep their starting draws — until
+    the Monte-Carlo error takes at most half of the tolerance or the draws reach
+    ``max_samples``; a tolerance of None evolves once and adds nothing."""
+    import warnings
+
+    from attnsignal.theory.effective import moment_table, visited_nodes, within_tolerance
+
+    table = moment_table(SMALL, 0.01, 0.05, n_samples=400, seed=2, rtol=None,
+                         max_samples=25_600, z_max=3.0)
+    calls = []
+
+    def evolve(t):
+        calls.append(t)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return effective_dynamics(SMALL, STEP, steps=120, record_every=40, moments=t,
+                                      tolerance=0.02)
+
+    ed, final = within_tolerance(evolve, table, None)
+    assert final is table and len(calls) == 1
+    ed, final = within_tolerance(evolve, table, 0.02)
+    visited = visited_nodes(final, ed.law, ed.z_grid)
+    assert len(calls) > 2 and not np.all(visited)
+    assert np.all(final.draws[~visited] == 400) and np.all(final.draws[visited] > 400)
+    assert ed.diagnostic.mc_error <= 0.01 or final.draws.max() == 25_600
 
 
 def test_the_approximation_error_follows_the_dropped_cumulants():

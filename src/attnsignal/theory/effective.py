@@ -57,7 +57,10 @@ few steps. The prediction's errors, and how :class:`Diagnostic` estimates each:
 
 * Monte-Carlo: the draws behind the moments are split into ``K`` disjoint groups whose tables
   are evolved separately; the spread of the ``K`` predictions gives the standard error of the
-  pooled prediction (``mean_abs_stderr``, :meth:`EffectiveDynamics.quantile_stderr`);
+  pooled prediction (``mean_abs_stderr``, :meth:`EffectiveDynamics.quantile_stderr`; measured
+  against the spread over independent moment seeds in ``docs/effective-dynamics.md``), and
+  :func:`within_tolerance` adds draws while ``t₀.₉₇₅,K−1`` times it exceeds half the
+  tolerance;
 * the diffusion approximation: the third and fourth cumulants it drops, estimated from the
   jump's skewness and excess kurtosis against the law's width and their effect on the mean
   ``|ρ|`` (:func:`approximation_errors`; its running maximum over the records, times a measured
@@ -1276,9 +1279,10 @@ def effective_dynamics(model: ModelConfig, step: Any, *, steps: int,
         0 or 1: none (standard errors NaN)
     tolerance : the largest acceptable error of the predicted mean ``|ρ|``: while the
         Monte-Carlo part (``t₀.₉₇₅,K−1`` times the replicates' standard error) exceeds half of
-        it, the draws at the nodes the law visits are multiplied (within ``max_samples``) and
-        the law evolved again; when the :class:`Diagnostic` predicts more (or finds a cause), an
-        :class:`EffectiveDynamicsAccuracyWarning` names the cause (None: no check)
+        it, draws are added at the nodes the law visits and the law evolved again
+        (:func:`within_tolerance`, the one rule); when the :class:`Diagnostic` predicts more
+        (or finds a cause), an :class:`EffectiveDynamicsAccuracyWarning` names the cause
+        (None: no check)
     strict : raise :class:`EffectiveDynamicsAccuracyError` instead of warning
     grid_step : spacing ``h`` of the ``z`` grid (default ``min(0.01, 0.1/√d)``, at most
         20 001 nodes; an explicit one at most 4 times finer than the default and within
@@ -1363,29 +1367,20 @@ def effective_dynamics(model: ModelConfig, step: Any, *, steps: int,
     p = _initial_law(z, h, d, z_start)
 
     # ---- evolve the pooled table and each replicate (in parallel); with a tolerance, draws
-    # added at the nodes the law visits — to ``rtol``, and more while the Monte-Carlo error of
-    # the prediction (measured again from the replicates after each addition) takes more than
-    # half of the tolerance — and the law evolved again
-    t_more = 0.0
-    refined = np.zeros(table.z_nodes.size, dtype=bool)
-    while True:
-        ev = _evolve_all(table, p, z, h, eta_std, ks_rec, diffusion_scale, max_blocks, steps)
-        mc = _mc_error(ev.se_abs, ev.replicates)[2]
-        if moments is not None or tolerance is None:
-            break
-        t_ext = time.perf_counter()
-        visited = visited_nodes(table, ev.law, z)
-        more = table
-        if scoped and np.any(visited & ~refined):
-            refined |= visited
-            more = refine_table(more, refined, float(rtol))  # type: ignore[arg-type]
-        if np.isfinite(mc) and mc > _MC_SHARE * tolerance:
-            more = extend_table(more, _extension(mc, tolerance), visited)
-        t_more += time.perf_counter() - t_ext
-        same = more.draws is None or np.array_equal(more.draws, table.draws)
-        table = more
-        if same:
-            break
+    # added at the nodes the law visits and the law evolved again (:func:`within_tolerance`)
+    t_ev = [0.0]
+
+    def run(tab: MomentTable) -> _Evolved:
+        t_e = time.perf_counter()
+        out = _evolve_all(tab, p, z, h, eta_std, ks_rec, diffusion_scale, max_blocks, steps)
+        t_ev[0] += time.perf_counter() - t_e
+        return out
+
+    t_loop = time.perf_counter()
+    ev, table = _to_tolerance(run, table, None if moments is not None else tolerance,
+                              lambda e: (e.law, z, _mc_error(e.se_abs, e.replicates)[2]),
+                              float(rtol) if scoped else None)  # type: ignore[arg-type]
+    t_more = time.perf_counter() - t_loop - t_ev[0]  # the draws the rule added
     disc = None
     if tolerance is not None and ev.stats[2] > _SINGLE_SHARE * ev.stats[0]:
         # single steps shape the law: the flow over a block is not the discrete step
@@ -1414,24 +1409,59 @@ def effective_dynamics(model: ModelConfig, step: Any, *, steps: int,
 
 
 def _extension(mc: float, tolerance: float) -> float:
-    """The factor on the draws that should bring the Monte-Carlo error ``mc`` (``∝ 1/√draws``)
-    to ``_MC_SHARE·tolerance``, with a margin of 1.2, in [2, 16]."""
-    return min(16.0, max(2.0, 1.2 * (mc / (_MC_SHARE * tolerance)) ** 2))
+    """The factor on the draws behind the Monte-Carlo error ``mc`` (``∝ 1/√draws``) that
+    should bring it to ``_MC_SHARE·tolerance``, with a margin of 1.2, in [1.25, 16]."""
+    return min(16.0, max(1.25, 1.2 * (mc / (_MC_SHARE * tolerance)) ** 2))
+
+
+#: the most evolutions the tolerance rule makes (each after draws were added)
+_MAX_PASSES = 8
+
+
+def _to_tolerance(evolve: Any, table: MomentTable, tolerance: float | None, probe: Any,
+                  rtol: float | None = None) -> tuple[Any, MomentTable]:
+    """The tolerance rule (:func:`within_tolerance`) for any ``evolve(table)``; ``probe(result)``
+    gives ``(law at the records, its z grid, Monte-Carlo error)``; ``rtol``: the visited nodes
+    are first refined to it (:func:`~.moments.refine_table`; None: not)."""
+    res = evolve(table)
+    if tolerance is None:
+        return res, table
+    refined = np.zeros(table.z_nodes.size, dtype=bool)
+    for _ in range(_MAX_PASSES):
+        law, z, mc = probe(res)
+        if table.draws is None or table._acc is None:
+            break
+        visited = visited_nodes(table, law, z)
+        if not np.any(visited):
+            break
+        more = table
+        if rtol is not None and np.any(visited & ~refined):
+            refined |= visited
+            more = refine_table(more, refined, rtol)
+        if np.isfinite(mc) and mc > _MC_SHARE * tolerance:
+            # the draws that should bring mc to the share, from the draws it was measured at
+            need = float(table.draws[visited].max()) * _extension(mc, tolerance)
+            top = float(more.draws[visited].max())
+            if need > top:
+                more = extend_table(more, need / top, visited)
+        if more.draws is None or np.array_equal(more.draws, table.draws):
+            break
+        table = more
+        res = evolve(table)
+    return res, table
 
 
 def within_tolerance(evolve: Any, table: MomentTable, tolerance: float | None
                      ) -> tuple[EffectiveDynamics, MomentTable]:
     """``evolve(table)`` (an :class:`EffectiveDynamics` on a shared moment table, e.g. the
-    schedule advisor's or the accuracy map's), evolved again on the same table with more draws
-    (:func:`~.moments.extend_table`, within its ``max_samples``) while its Monte-Carlo error
-    takes more than half of ``tolerance`` — what :func:`effective_dynamics` does for a table of
-    its own. Returns the last prediction and the table it used (None: no extension)."""
-    ed = evolve(table)
-    while tolerance is not None and np.isfinite(mc := ed.diagnostic.mc_error) \
-            and mc > _MC_SHARE * tolerance:
-        bigger = extend_table(table, _extension(mc, tolerance))
-        if bigger is table:
-            break
-        table = bigger
-        ed = evolve(table)
-    return ed, table
+    schedule advisor's or the accuracy map's) under the tolerance rule that
+    :func:`effective_dynamics` applies to a table of its own: while the Monte-Carlo error
+    (``t₀.₉₇₅,K−1`` times the largest standard error of the mean ``|ρ|`` over the records)
+    takes more than half of ``tolerance``, the draws at the moment nodes the law visits
+    (:func:`visited_nodes`; a node it never reaches does not move the prediction) are set to
+    what should bring it there — ``1.2 (mc/(tolerance/2))²`` times the draws it was measured
+    at, within ``[1.25, 16]`` times and the table's ``max_samples`` (:func:`~.moments.
+    extend_table`, the same stream continued) — and the law evolved again (at most
+    8 evolutions). Returns the last prediction and the table it used."""
+    return _to_tolerance(evolve, table, tolerance,
+                         lambda ed: (ed.law, ed.z_grid, ed.diagnostic.mc_error))
