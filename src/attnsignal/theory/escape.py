@@ -240,8 +240,8 @@ class HittingLaw:
         moments, all its runs (a censored one counted at ``H``) the restricted ones. In the
         escape regime the law of ``T`` has a long right tail (``T ≈ −ln|Z|/λ``), so the
         unconditional moments exceed the conditional ones by far more than the censored
-        fraction: leaving out the slowest 2 % of runs shrinks the standard deviation by about
-        15 % there.
+        fraction (``docs/scaling.md``, "Measuring": leaving out the slowest 2.6 % of the runs
+        shrinks the standard deviation by 17 % there).
 
         Quadrature over the law's nodes of the effective start; a node counts as reached when
         its hitting step is at most ``H`` (the nodes are dense where ``T`` is large: geometric
