@@ -11,8 +11,11 @@ Three configurations, both signs, 64 runs per point (by default):
 
 For every point: the predicted samples (the law at that d), its Monte-Carlo error, the measured
 samples (first recorded step at which the mean |ρ| of the runs reaches the target) with its 95 %
-bootstrap interval, and the per-run hitting times (mean, standard deviation, interquartile range)
-against the law's. Then c_critical against the chain (:func:`critical`: where the chain's
+bootstrap interval, and the per-run hitting times T (mean, standard deviation, interquartile range)
+against the law's — the law seen through the runs' horizon H (T given T ≤ H, and min(T, H)),
+as the runs see it. ``--escape`` measures the hitting times alone over a horizon of the
+caller's choice and stores them per run (rows of kind "hits", pooled over seeds in the
+hitting-time table). Then c_critical against the chain (:func:`critical`: where the chain's
 stationary mean |ρ| crosses the target, per branch).
 
 Results are appended, one JSON line per point, to ``--out`` (default
@@ -20,7 +23,7 @@ Results are appended, one JSON line per point, to ``--out`` (default
 printed at the end. Usage::
 
     nice -n 10 python benchmarks/scaling_law.py [--configs A,B,C] [--dims 1e2,1e3,1e4,1e5]
-        [--runs 64] [--critical] [--out FILE]
+        [--runs 64] [--critical] [--escape config:sign:d:runs:steps] [--out FILE]
 """
 
 from __future__ import annotations
@@ -85,7 +88,8 @@ def _done(out: Path) -> set:
     keys = set()
     for line in out.read_text().splitlines():
         r = json.loads(line)
-        keys.add((r["kind"], r["config"], r["sign"], r["d"]))
+        key = (r["kind"], r["config"], r["sign"], r["d"])
+        keys.add(key + ((r["seed"][0],) if r["kind"] == "hits" else ()))
     return keys
 
 
@@ -110,6 +114,43 @@ def point(name: str, sign: str, law, d: int, runs: int, base: int,
                seed=[base, "scaling_law", name, sign, "d", d],
                seconds=time.perf_counter() - t0)
     return row
+
+
+def escape(name: str, sign: str, law, d: int, runs: int, steps: int, base: int) -> dict:
+    """The per-run hitting steps of one point over ``steps`` (a horizon chosen by the caller,
+    long enough that few runs are censored), 2 000 records: a row of kind "hits" with the
+    hits (NaN: not reached within ``steps``) and the law's hitting-time columns. Rows of the
+    same point with other seeds pool in the hitting-time table (:func:`hit_rows`)."""
+    from attnsignal.measure import measure_samples
+
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ms = measure_samples(law.model_at(d), law.step(d), law.target, steps=steps, runs=runs,
+                             seed=stream(base, "scaling_law", "escape" + name, d),
+                             update=law.update, n_records=2000)
+    row = {"kind": "hits", "config": name, "sign": sign, "d": d, "runs": runs,
+           "horizon_steps": ms.horizon, "seed": [base, "scaling_law", "escape" + name, d],
+           "hits": [float(x) for x in ms.hits], "reached": ms.reached,
+           "measured": float(ms.samples), "measured_lo": ms.interval[0],
+           "measured_hi": ms.interval[1]}
+    row.update(_law_columns(law, d, ms.horizon), seconds=time.perf_counter() - t0)
+    return row
+
+
+def _law_columns(law, d: int, horizon: float) -> dict:
+    """The law's hitting-time columns at ``d`` through ``horizon`` steps
+    (:meth:`~attnsignal.theory.escape.HittingLaw.hit_moments`)."""
+    hl = law.law(d)
+    q25, q75 = hl.hitting_quantile([0.25, 0.75])
+    hm = hl.hit_moments(horizon)
+    return {"predicted": hl.samples, "predicted_error": law.samples_error(d),
+            "hit_mean_predicted": hl.hit_mean, "hit_sd_predicted": hl.hit_sd,
+            "iqr_predicted": float(q75 - q25), "horizon_steps": int(horizon),
+            "reached_predicted": hm.reached, "hit_mean_conditional": hm.mean,
+            "hit_sd_conditional": hm.sd, "hit_sd_kurtosis": hm.kurtosis,
+            "restricted_mean_predicted": hm.restricted_mean,
+            "restricted_sd_predicted": hm.restricted_sd, "law_method": law.law_method(d)}
 
 
 def critical(name: str, sign: str, law, d: int, runs: int, base: int,
@@ -202,13 +243,37 @@ def read_rows(files: list[Path]) -> list[dict]:
             r = json.loads(x)
             if r["kind"] == "critical" and "sides" not in r:
                 continue  # an earlier format without the per-branch comparison
-            by_key[r["kind"], r["config"], r["sign"], r["d"]] = r
+            key = (r["kind"], r["config"], r["sign"], r["d"])
+            by_key[key + ((str(r["seed"]),) if r["kind"] == "hits" else ())] = r
     return list(by_key.values())
 
 
 #: the law's columns of a samples row (``repredict`` recomputes them)
 LAW_KEYS = ("predicted", "predicted_error", "hit_mean_predicted", "hit_sd_predicted",
             "iqr_predicted")
+
+
+def horizon_steps(r: dict) -> int:
+    """The steps a samples row's runs were simulated for: recorded, or ``⌈horizon ×
+    predicted⌉ + 10`` with the prediction the runs were measured with (``compare_law``)."""
+    if "horizon_steps" in r:
+        return int(r["horizon_steps"])
+    return int(math.ceil(r["horizon"] * r.get("predicted_measured", r["predicted"]))) + 10
+
+
+def restricted_from_moments(r: dict, H: int) -> tuple[float, float]:
+    """The mean and standard deviation (``ddof = 1``) of ``min(T, H)`` over a row's runs from
+    its stored ``reached``, ``hit_mean``, ``hit_sd`` (``ddof = 1``, over the runs that reach
+    the target): exact, for rows measured before the restricted moments were recorded."""
+    n = int(r["runs"])
+    k = int(round(r["reached"] * n))
+    if k == 0:
+        return float(H), 0.0
+    hm, hs = r["hit_mean"], (r["hit_sd"] if k > 1 else 0.0)
+    s1 = k * hm + (n - k) * H
+    s2 = (k - 1) * hs * hs + k * hm * hm + (n - k) * H * H
+    mean = s1 / n
+    return mean, math.sqrt(max(s2 - n * mean * mean, 0.0) / (n - 1))
 
 
 def repredict(files: list[Path], out: Path) -> None:
@@ -222,6 +287,11 @@ def repredict(files: list[Path], out: Path) -> None:
     rows = read_rows(files)
     with out.open("w") as f:
         for r in rows:
+            if r["kind"] == "hits":
+                key = (r["config"], r["sign"])
+                if key not in laws:
+                    laws[key] = _law(*key)
+                r.update(_law_columns(laws[key], int(r["d"]), horizon_steps(r)))
             if r["kind"] == "samples":
                 key = (r["config"], r["sign"])
                 if key not in laws:
@@ -235,19 +305,100 @@ def repredict(files: list[Path], out: Path) -> None:
                     r[k + "_before"] = _get(r, k, {"hit_mean_predicted": "hit_mean_pred",
                                                    "hit_sd_predicted": "hit_sd_pred",
                                                    "iqr_predicted": "iqr_pred"}.get(k, k))
-                r.update(new, law_method=law.law_method(d),
-                         predicted_expansion=replace(law, method="expansion",
-                                                     _laws={}).samples(d))
+                H = horizon_steps(r)
+                r.setdefault("predicted_measured", r["predicted_before"])
+                if "restricted_mean" not in r and math.isfinite(r.get("measured", math.nan)):
+                    r["restricted_mean"], r["restricted_sd"] = restricted_from_moments(r, H)
+                r.update(new, predicted_expansion=replace(law, method="expansion",
+                                                          _laws={}).samples(d))
+                r.update(_law_columns(law, d, H))
                 print(r["config"], r["sign"], d, r["law_method"], r["predicted_before"],
                       r["predicted"], r["measured"], flush=True)
             f.write(json.dumps(r) + "\n")
+
+
+def hit_rows(rows: list[dict]) -> list[dict]:
+    """One row per point of the hitting-time table: each samples row, and the rows of kind
+    "hits" of a point pooled over their seeds — censored at the shortest of their horizons
+    ``H`` (a longer run's hit beyond it counts as not reached), with the law's columns of the
+    row simulated for ``H`` and the statistics of :func:`attnsignal.measure.hit_statistics`
+    (2 000 bootstrap resamples)."""
+    from attnsignal.measure import hit_statistics
+
+    out = [dict(r, source="samples") for r in rows
+           if r["kind"] == "samples" and np.isfinite(r.get("measured", np.nan))]
+    groups: dict = {}
+    for r in rows:
+        if r["kind"] == "hits":
+            groups.setdefault((r["config"], r["sign"], r["d"]), []).append(r)
+    for (name, sign, d), rs in groups.items():
+        ref = min(rs, key=lambda r: r["horizon_steps"])
+        H = ref["horizon_steps"]
+        hits = np.concatenate([np.asarray(r["hits"], dtype=np.float64) for r in rs])
+        hits = np.where(hits <= H, hits, np.nan)
+        rng = np.random.default_rng(stream(0, "hit_table", name, sign, d))
+        counts = np.zeros((2000, hits.size))
+        np.add.at(counts, (np.arange(2000)[:, None], rng.integers(0, hits.size, (2000, hits.size))),
+                  1.0)
+        st = hit_statistics(hits, H, counts)
+        row = {k: v for k, v in ref.items() if k not in ("hits", "seed")}
+        row.update(source="hits", runs=int(hits.size), reached=float(np.isfinite(hits).mean()),
+                   seeds=[r["seed"][0] for r in rs], hit_mean=st["hit_mean"],
+                   hit_sd=st["hit_sd"], restricted_mean=st["restricted_mean"],
+                   restricted_sd=st["restricted_sd"])
+        for k in ("hit_mean", "hit_sd", "restricted_mean", "restricted_sd"):
+            row[k + "_lo"], row[k + "_hi"] = st[k + "_interval"]
+        out.append(row)
+    return sorted(out, key=lambda r: (r["config"], r["sign"], r["d"], r["source"]))
+
+
+def _z(meas: float, law: float, se: float) -> str:
+    return f"{law / meas - 1:+.1%} ({(meas - law) / se:+.1f})" if se > 0 else "—"
+
+
+def hit_table(rows: list[dict]) -> str:
+    """The hitting step ``T`` through the horizon ``H``: the law with no horizon, the law given
+    ``T <= H`` and the runs that reach the target within ``H``; the law's error against the
+    runs with, in brackets, the runs' difference from the law in standard errors under the
+    law (``sd_c/√n`` for the mean, ``sd_c √((κ + 2)/(4n))`` for the standard deviation, ``n``
+    the runs within ``H``, ``κ`` the conditional law's excess kurtosis)."""
+    lines = ["| config | sign | d | runs | H | reached (runs / law) | mean: law / law, T ≤ H / "
+             "runs [95 %] | law, T ≤ H / runs − 1 (z) | sd: law / law, T ≤ H / runs [95 %] | "
+             "law, T ≤ H / runs − 1 (z) | mean, sd of min(T, H): law / runs |",
+             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+
+    def ci(r: dict, k: str) -> str:
+        lo, hi = r.get(k + "_lo", math.nan), r.get(k + "_hi", math.nan)
+        return f" [{lo:,.0f}, {hi:,.0f}]" if np.isfinite(lo) and np.isfinite(hi) else ""
+
+    for r in hit_rows(rows):
+        if "hit_mean_conditional" not in r:
+            continue
+        n = r["reached"] * r["runs"]
+        sdc, kap = r["hit_sd_conditional"], r["hit_sd_kurtosis"]
+        se_m = sdc / math.sqrt(n)
+        se_s = sdc * math.sqrt(max(kap + 2.0, 0.0) / (4.0 * n))
+        src = f"{r['runs']} ({'+'.join(str(x) for x in r['seeds'])})" if r["source"] == "hits" \
+            else f"{r['runs']}"
+        lines.append(
+            f"| {r['config']} | {r['sign']} | {r['d']:,} | {src} | {r['horizon_steps']:,} | "
+            f"{r['reached']:.3f} / {r['reached_predicted']:.3f} | "
+            f"{r['hit_mean_predicted']:,.0f} / {r['hit_mean_conditional']:,.0f} / "
+            f"{r['hit_mean']:,.0f}{ci(r, 'hit_mean')} | "
+            f"{_z(r['hit_mean'], r['hit_mean_conditional'], se_m)} | "
+            f"{r['hit_sd_predicted']:,.0f} / {sdc:,.0f} / {r['hit_sd']:,.0f}{ci(r, 'hit_sd')} | "
+            f"{_z(r['hit_sd'], sdc, se_s)} | "
+            f"{r['restricted_mean_predicted']:,.0f}, {r['restricted_sd_predicted']:,.0f} / "
+            f"{r['restricted_mean']:,.0f}, {r['restricted_sd']:,.0f} |")
+    return "\n".join(lines)
 
 
 def table(files: list[Path]) -> str:
     rows = read_rows(files)
     lines = ["| config | sign | d | L | runs | law's step | predicted | expansion | "
              "measured [95 %] | pred/meas − 1 | "
-             "hit mean pred / meas | hit sd pred / meas | IQR pred / meas [95 %] |",
+             "hit mean pred / meas (T ≤ H) | hit sd pred / meas (T ≤ H) | "
+             "IQR pred / meas [95 %] |",
              "| --- | --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: "
              "| ---: |"]
     for r in sorted((r for r in rows if r["kind"] == "samples"),
@@ -264,8 +415,8 @@ def table(files: list[Path]) -> str:
             f"{r['predicted']:,.0f} ± {r['predicted_error']:,.0f} | {exp:,.0f} | "
             f"{r['measured']:,.0f} [{_get(r, 'measured_lo', 'lo'):,.0f}, "
             f"{_get(r, 'measured_hi', 'hi'):,.0f}] | {rel:+.1%} | "
-            f"{_get(r, 'hit_mean_predicted', 'hit_mean_pred'):,.0f} / {r['hit_mean']:,.0f} | "
-            f"{_get(r, 'hit_sd_predicted', 'hit_sd_pred'):,.0f} / {r['hit_sd']:,.0f} | "
+            f"{r.get('hit_mean_conditional', math.nan):,.0f} / {r['hit_mean']:,.0f} | "
+            f"{r.get('hit_sd_conditional', math.nan):,.0f} / {r['hit_sd']:,.0f} | "
             f"{_get(r, 'iqr_predicted', 'iqr_pred'):,.0f} / {r['iqr']:,.0f} "
             f"[{r['iqr_lo']:,.0f}, {r['iqr_hi']:,.0f}] |")
     crit = [r for r in rows if r["kind"] == "critical" and "sides" in r]
@@ -296,6 +447,8 @@ def table(files: list[Path]) -> str:
                              f"{label} | {exp:.4g} | {v['c_law']:.4g} | "
                              f"{v['c_chain']:.4g} [{v['lo']:.4g}, {v['hi']:.4g}] | "
                              f"{v['c_law'] / v['c_chain'] - 1:+.1%} | {q} | {v['steps']:,} |")
+    if any("hit_mean_conditional" in r for r in rows):
+        lines += ["", hit_table(rows)]
     return "\n".join(lines)
 
 
@@ -313,6 +466,9 @@ def main() -> None:
                          "statistics use the runs that reach the target within it")
     ap.add_argument("--critical", default="", help="config:sign:d,... for c_critical bisections")
     ap.add_argument("--critical-runs", type=int, default=32)
+    ap.add_argument("--escape", default="", help="config:sign:d:runs:steps,... per-run hitting "
+                    "steps over a long horizon (rows of kind 'hits'; seeds pool in the "
+                    "hitting-time table)")
     ap.add_argument("--critical-min-steps", type=int, default=0,
                     help="at least this many steps per critical run (where the target is "
                          "reached in a few dozen steps the default window is too short)")
@@ -339,7 +495,7 @@ def main() -> None:
         a.table_only, a.table_from, out = True, "", Path(a.repredict)
     if not a.table_only:
         done = _done(out)
-        dims = [] if a.critical_only else [int(float(x)) for x in a.dims.split(",")]
+        dims = [] if a.critical_only or a.escape else [int(float(x)) for x in a.dims.split(",")]
         laws = {}
         for d in dims:  # the cheap dimensions of every configuration first
             for name in a.configs.split(","):
@@ -352,6 +508,16 @@ def main() -> None:
                     row = point(name, sign, laws[name, sign], d, runs, a.seed, a.horizon)
                     _append(out, row)
                     print(json.dumps(row), flush=True)
+        for spec in filter(None, a.escape.split(",")):
+            name, sign, d, runs, steps = spec.split(":")
+            d = int(float(d))
+            if ("hits", name, sign, d, a.seed) in done:
+                continue
+            if (name, sign) not in laws:
+                laws[name, sign] = _law(name, sign)
+            row = escape(name, sign, laws[name, sign], d, int(runs), int(float(steps)), a.seed)
+            _append(out, row)
+            print(json.dumps({k: v for k, v in row.items() if k != "hits"}), flush=True)
         for spec in filter(None, a.critical.split(",")):
             name, sign, d = spec.split(":")
             if ("critical", name, sign, int(float(d))) in done:

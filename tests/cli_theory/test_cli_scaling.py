@@ -36,6 +36,13 @@ def test_scaling_end_to_end(tmp_path, capsys):
                              steps=int(np.ceil(3.0 * r.predicted)) + 10, runs=8,
                              seed=stream(3, "d", r.d))
         assert r.measured == ms.samples and (r.measured_lo, r.measured_hi) == ms.interval
+        # the hitting step through the horizon: measured and law of the same quantities
+        assert ms.horizon == r.horizon_steps == int(np.ceil(3.0 * r.predicted)) + 10
+        assert (r.hit_mean, r.hit_sd, r.restricted_mean, r.restricted_sd) == (
+            ms.hit_mean, ms.hit_sd, ms.restricted_mean, ms.restricted_sd)
+        hm = law.law(r.d).hit_moments(r.horizon_steps)
+        assert (r.hit_mean_conditional, r.hit_sd_conditional, r.reached_predicted,
+                r.restricted_mean_predicted) == (hm.mean, hm.sd, hm.reached, hm.restricted_mean)
     assert "samples for the mean |ρ| to reach the target" in text
 
 

@@ -7,6 +7,8 @@ Tolerances are stated where they are used; every comparison with a simulation ha
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -158,6 +160,39 @@ def test_law_matches_the_chain_on_a_cheap_slice(slice_laws, chain_simulate):
             slack = 0.05 * pred + law.samples_error(d)
             lo, hi = ms.interval
             assert lo - slack <= pred <= hi + slack, (sign, d, pred, ms.samples, ms.interval)
+
+
+def test_censored_hit_statistics_match_exponential_closed_forms():
+    """``hit_statistics`` on synthetic hitting steps ``T ~ Exp(μ)`` censored at ``H``
+    (``μ = 1000``, ``H = 1500``: 22 % censored): ``hit_mean``, ``hit_sd`` estimate the moments
+    of ``T`` given ``T <= H``, ``restricted_*`` those of ``min(T, H)`` — closed forms below.
+    8 000 runs: standard errors under 0.9 %; tolerance 3 %. The bootstrap intervals (200
+    resamples) contain the truth and their half-widths are 1.96 standard errors within 25 %."""
+    from attnsignal.measure import hit_statistics
+
+    mu, H, n = 1000.0, 1500.0, 8000
+    rng = np.random.default_rng(3)
+    t = rng.exponential(mu, n)
+    hits = np.where(t <= H, t, np.nan)
+    counts = np.zeros((200, n))
+    np.add.at(counts, (np.arange(200)[:, None], rng.integers(0, n, (200, n))), 1.0)
+    s = hit_statistics(hits, H, counts)
+    e, h = math.exp(-H / mu), H / mu
+    p = 1 - e
+    m1 = mu * (1 - e * (1 + h)) / p  # E[T | T <= H]
+    m2 = mu ** 2 * (2 - e * (h * h + 2 * h + 2)) / p
+    r1 = mu * (1 - e)  # E min(T, H)
+    r2 = 2 * mu ** 2 * (1 - e * (1 + h))
+    truth = {"hit_mean": m1, "hit_sd": math.sqrt(m2 - m1 * m1), "restricted_mean": r1,
+             "restricted_sd": math.sqrt(r2 - r1 * r1)}
+    for key, val in truth.items():
+        assert s[key] == pytest.approx(val, rel=0.03), key
+        lo, hi = s[key + "_interval"]
+        assert lo <= val <= hi, key
+    assert s["restricted_mean"] < s["hit_mean"] + (1 - p) * H + 1e-9  # a censored run counts H
+    se = truth["restricted_sd"] / math.sqrt(n)
+    lo, hi = s["restricted_mean_interval"]
+    assert 0.5 * (hi - lo) == pytest.approx(1.96 * se, rel=0.25)
 
 
 def test_critical_c_brackets_the_chain(slice_laws, chain_simulate):

@@ -52,8 +52,8 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.special import expit
 
-__all__ = ["HittingLaw", "EscapeLaw", "hitting_law", "start_density", "stationary_shift",
-           "settled_mean"]
+__all__ = ["HitMoments", "HittingLaw", "EscapeLaw", "hitting_law", "start_density",
+           "stationary_shift", "settled_mean"]
 
 Fn = Callable[[np.ndarray], np.ndarray]
 
@@ -145,6 +145,30 @@ class EscapeLaw:
     sd_closed: float
 
 
+@dataclass(frozen=True)
+class HitMoments:
+    """The law's hitting step ``T`` of ``|ρ| = X`` seen through a horizon of ``H`` steps, as a
+    simulation of ``H`` steps sees it (:meth:`HittingLaw.hit_moments`).
+
+    horizon : ``H`` (``inf``: no horizon)
+    reached : ``P(T <= H)``
+    mean, sd : the mean and standard deviation of ``T`` given ``T <= H`` — what the runs that
+        reach the target within the horizon estimate (NaN where ``reached`` is 0)
+    kurtosis : the excess kurtosis of ``T`` given ``T <= H``: the relative standard error of a
+        standard deviation estimated from ``n`` such runs is ``√((kurtosis + 2)/(4n))``
+    restricted_mean, restricted_sd : the mean and standard deviation of ``min(T, H)`` over all
+        runs (``inf`` with ``H = inf`` where some runs never reach the target)
+    """
+
+    horizon: float
+    reached: float
+    mean: float
+    sd: float
+    kurtosis: float
+    restricted_mean: float
+    restricted_sd: float
+
+
 @dataclass(frozen=True, eq=False)
 class HittingLaw:
     """The law of the runs (module docstring) for one drift/noise pair and target ``X``.
@@ -154,7 +178,8 @@ class HittingLaw:
     mean_limit : ``Σ w |ρ_∞|`` over the nodes (where each node's flow settles)
     samples : the first (real) step ``k`` with ``E|ρ_k| >= X`` (``inf`` if never)
     hit_fraction : weight of the runs whose ``|ρ|`` reaches ``X``
-    hit_mean, hit_sd : mean and standard deviation of those runs' hitting steps
+    hit_mean, hit_sd : mean and standard deviation of those runs' hitting steps, with no
+        horizon; a simulation of ``H`` steps sees the law of :meth:`hit_moments` ``(H)``
     escape : :class:`EscapeLaw` when the initial mass sits at an unstable root, else None
     """
 
@@ -206,6 +231,43 @@ class HittingLaw:
         ks = np.unique(np.concatenate([[0], np.round(np.geomspace(1.0, t_end, n))]).astype(np.int64))
         iv = self._intervals[self._which[j]]
         return ks, iv.position(self._theta0[j] + ks.astype(np.float64))
+
+    def hit_moments(self, horizon: float = math.inf) -> HitMoments:
+        """The hitting step ``T`` through a horizon of ``horizon`` steps (:class:`HitMoments`):
+        ``P(T <= H)``, the mean, standard deviation and excess kurtosis of ``T`` given
+        ``T <= H``, and the mean and standard deviation of ``min(T, H)``. The comparison with a
+        simulation of ``H`` steps: its runs that reach the target estimate the conditional
+        moments, all its runs (a censored one counted at ``H``) the restricted ones. In the
+        escape regime the law of ``T`` has a long right tail (``T ≈ −ln|Z|/λ``), so the
+        unconditional moments exceed the conditional ones by far more than the censored
+        fraction (``docs/scaling.md``, "Measuring": leaving out the slowest 2.6 % of the runs
+        shrinks the standard deviation by 17 % there).
+
+        Quadrature over the law's nodes of the effective start; a node counts as reached when
+        its hitting step is at most ``H`` (the nodes are dense where ``T`` is large: geometric
+        around the unstable root). Raises ``ValueError`` for a horizon that is not positive."""
+        H = float(horizon)
+        if not H > 0:
+            raise ValueError(f"horizon must be > 0, got {horizon!r}")
+        t, w = self._hit, self._weights / self._weights.sum()
+        ok = t <= H
+        frac = float(w[ok].sum())
+        if frac > 0:
+            wc = w[ok] / frac
+            mean = float(wc @ t[ok])
+            c2 = float(wc @ (t[ok] - mean) ** 2)
+            c4 = float(wc @ (t[ok] - mean) ** 4)
+            sd = math.sqrt(max(c2, 0.0))
+            kurt = c4 / (c2 * c2) - 3.0 if c2 > 0 else math.nan
+        else:
+            mean = sd = kurt = math.nan
+        if math.isinf(H) and frac < 1.0:
+            rmean = rsd = math.inf
+        else:
+            tc = np.minimum(t, H)
+            rmean = float(w @ tc)
+            rsd = math.sqrt(max(float(w @ (tc - rmean) ** 2), 0.0))
+        return HitMoments(H, frac, mean, sd, kurt, rmean, rsd)
 
     def hitting_quantile(self, p: np.ndarray) -> np.ndarray:
         """Quantiles of the hitting step over all runs (``inf`` beyond ``hit_fraction``)."""
