@@ -210,15 +210,15 @@ def main() -> None:
                 seen.add((r["config"], r["rho"], r["eta"]))
                 rows.append(r)
         rows.sort(key=lambda r: r["config"])
-        if args.repredict:
-            rows = repredict(rows, recs[0]["seed"], recs[0]["rtol"])
-            if args.json:
-                atomic_write(args.json, lambda p: Path(p).write_text(json.dumps(
-                    dict(recs[0], rows=rows), indent=1)))
         rec = dict(recs[0], rows=rows,
                    heavy=max(x["heavy"] for x in recs),
                    configs=max(x["configs"] for x in recs),
                    seconds=sum(x["seconds"] for x in recs))
+        if args.repredict:
+            rec["rows"] = repredict(rows, rec["seed"], rec["rtol"])
+            rec["repredicted"] = True
+            if args.json:
+                atomic_write(args.json, lambda p: Path(p).write_text(json.dumps(rec, indent=1)))
         print(summary(rec["rows"]))
         if args.docs:
             write_docs(rec)
@@ -314,7 +314,9 @@ def write_docs(rec: dict) -> None:
              f"({len({r['config'] for r in rows})}; the summary below counts them); moment table "
              f"`rtol = {rec['rtol']:g}`; at least {rec['runs_min']:,} chain runs a point "
              f"({rec['seconds'] / 60:.0f} minutes, the measuring processes' wall times summed, "
-             "on 2 shared cores). Drift: table minus chain over "
+             "on 2 shared cores" + ("; the tables' side recomputed by the current code "
+                                   "against these runs, `--repredict`" if rec.get("repredicted")
+                                   else "") + "). Drift: table minus chain over "
              "their combined standard error ($z$); $z$ of $\\eta\\Phi'$: the same for the "
              "first-order drift (the check's power to see a finite-step error). Variance: "
              "table over chain, with the combined standard error of the ratio.", "",
