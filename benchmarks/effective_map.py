@@ -95,17 +95,9 @@ _SOURCES = ("theory/*.py", "validate/plan.py", "validate/accuracy_map.py", "one_
 
 
 def _code_key() -> str:
-    import hashlib
+    from attnsignal.persistence import source_digest
 
-    import attnsignal
-
-    root = Path(attnsignal.__file__).parent
-    h = hashlib.sha256()
-    for f in sorted({f for pat in _SOURCES for f in root.glob(pat)}):
-        if f.name != "advisor.py":  # not used by a prediction
-            h.update(f.relative_to(root).as_posix().encode())
-            h.update(f.read_bytes())
-    return h.hexdigest()[:12]
+    return source_digest(_SOURCES, exclude=("theory/advisor.py",))[:12]  # advisor: not used
 
 
 def reverdict(result, compute: bool = True, costly_first: bool = False):

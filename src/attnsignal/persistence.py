@@ -45,6 +45,7 @@ one-line message that names the file: ``path: <what is wrong>; got '<file>'``.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import json
@@ -62,6 +63,7 @@ from .paths import check_output_dir, file_lock
 
 __all__ = [
     "atomic_write",
+    "source_digest",
     "file_system_error",
     "remove_temporaries",
     "ResultFileError",
@@ -118,6 +120,30 @@ def _one_line(text: str) -> str:
 
 
 # ---------------------------------------------------------------------- atomic file
+
+
+
+@functools.lru_cache(maxsize=8)
+def source_digest(patterns: tuple[str, ...] = ("**/*.py",), exclude: tuple[str, ...] = ()
+                  ) -> str:
+    """SHA-256 of the package's source files matching ``patterns`` (globs relative to the
+    package, e.g. ``"theory/*.py"``) less those in ``exclude`` (relative paths), each by its
+    relative path and bytes: the key of a stored value computed by this code (a reproduction's
+    stored call, the accuracy map's recomputed rows), so that a value another version of the
+    code computed is never read back as this one's. Cached per process: the source does not
+    change under a running interpreter."""
+    root = Path(__file__).resolve().parent
+    files = {f for pat in patterns for f in root.glob(pat)}
+    h = hashlib.sha256()
+    for f in sorted(files):
+        rel = f.relative_to(root).as_posix()
+        if rel in exclude:
+            continue
+        h.update(rel.encode())
+        h.update(b"\0")
+        h.update(f.read_bytes())
+        h.update(b"\0")
+    return h.hexdigest()
 
 
 def fsync_dir(directory: str | os.PathLike[str]) -> None:

@@ -148,6 +148,17 @@ def test_a_stored_call_is_read_back_with_the_same_code_and_computed_again_with_o
     assert len(list((tmp_path / "data" / "E5").glob("p-*.json"))) == 2
 
 
+def test_the_source_digest_covers_what_its_patterns_name_less_the_excluded():
+    """One file more or less changes the digest; the same arguments give the same digest."""
+    from attnsignal.persistence import source_digest
+
+    theory = source_digest(("theory/*.py",))
+    assert theory == source_digest(("theory/*.py",))
+    assert theory != source_digest(("theory/*.py",), exclude=("theory/advisor.py",))
+    assert theory != source_digest(("theory/*.py", "config.py"))
+    assert source_digest() != theory
+
+
 def test_workers_warm_different_kernel_groups_at_once_then_load_the_others(tmp_path):
     """Each group's lock is exclusive: a second worker that finds the first group taken warms
     a free one meanwhile (on a cold cache: compiles it), then waits for the first group until

@@ -17,7 +17,6 @@ the point's own validated configs (the seed it ran with included), never from re
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import threading
 import time
@@ -32,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, TypeVar
 import pandas as pd
 
 from ..config import ModelConfig, StepSize
+from ..persistence import source_digest
 from ..results import Result, atomic_write
 from ..seeds import KeyNames
 
@@ -92,21 +92,6 @@ def sweep_spec(
         "grid": grid or {},
     }
 
-
-@functools.lru_cache(maxsize=1)
-def source_digest() -> str:
-    """SHA-256 of the package's Python source (every ``attnsignal/**/*.py``, by relative path
-    and bytes): part of a stored call's key (:meth:`ExperimentContext.compute_stored`), so that
-    a value computed by other code is never read back as this code's. Sweeps are keyed by their
-    spec instead: the engines are exact in law and their results are the runs themselves."""
-    root = Path(__file__).resolve().parent.parent
-    h = hashlib.sha256()
-    for f in sorted(root.rglob("*.py")):
-        h.update(f.relative_to(root).as_posix().encode())
-        h.update(b"\0")
-        h.update(f.read_bytes())
-        h.update(b"\0")
-    return h.hexdigest()
 
 @dataclass(frozen=True)
 class SweepData:
@@ -284,10 +269,11 @@ class ExperimentContext:
         """:meth:`compute`, resumable: the value (JSON-able) is stored as
         ``OUT/data/<experiment>/<name>-<key>.json`` once computed, ``key`` a hash of the call
         (``fn``'s name and every argument's ``repr``, seeds included) and of the package's
-        source (:func:`source_digest`), and a later run of the same call with the same code
-        reads it instead of computing it again — so an interrupted reproduction loses only the
-        calls that were running, as with a sweep's tasks, while a resumed one on changed code
-        (a corrected law, say) computes the value again rather than reporting the old one."""
+        source (:func:`~attnsignal.persistence.source_digest`), and a later run of the same
+        call with the same code reads it instead of computing it again — so an interrupted
+        reproduction loses only the calls that were running, as with a sweep's tasks, while a
+        resumed one on changed code (a corrected law, say) computes the value again rather than
+        reporting the old one."""
         import json
 
         call = repr((fn.__module__, fn.__qualname__, args, sorted(kwargs.items()),
