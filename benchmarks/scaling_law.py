@@ -297,10 +297,6 @@ def repredict(files: list[Path], out: Path) -> None:
                 if key not in laws:
                     laws[key] = _law(*key)
                 law, d = laws[key], int(r["d"])
-                hl = law.law(d)
-                q25, q75 = hl.hitting_quantile([0.25, 0.75])
-                new = dict(zip(LAW_KEYS, (hl.samples, law.samples_error(d), hl.hit_mean,
-                                          hl.hit_sd, float(q75 - q25))))
                 for k in LAW_KEYS:
                     r[k + "_before"] = _get(r, k, {"hit_mean_predicted": "hit_mean_pred",
                                                    "hit_sd_predicted": "hit_sd_pred",
@@ -309,9 +305,9 @@ def repredict(files: list[Path], out: Path) -> None:
                 r.setdefault("predicted_measured", r["predicted_before"])
                 if "restricted_mean" not in r and math.isfinite(r.get("measured", math.nan)):
                     r["restricted_mean"], r["restricted_sd"] = restricted_from_moments(r, H)
-                r.update(new, predicted_expansion=replace(law, method="expansion",
-                                                          _laws={}).samples(d))
-                r.update(_law_columns(law, d, H))
+                r.update(_law_columns(law, d, H),  # LAW_KEYS among them
+                         predicted_expansion=replace(law, method="expansion",
+                                                     _laws={}).samples(d))
                 print(r["config"], r["sign"], d, r["law_method"], r["predicted_before"],
                       r["predicted"], r["measured"], flush=True)
             f.write(json.dumps(r) + "\n")
