@@ -392,8 +392,8 @@ def stored_runs(store: Path) -> tuple[np.ndarray, np.ndarray]:
 def repredicted_row(out: str | Path, stored: Prediction, settings: MapSettings,
                     stored_row: dict[str, Any]) -> tuple[dict[str, Any], Prediction]:
     """A finished configuration's row with every prediction-dependent column (the prediction,
-    its verdict and diagnostic, ``excess``, ``band``, the effective dynamics' cost) from the
-    current code, against its stored chain runs (no new runs): the prediction is made again at
+    its verdict and diagnostic, ``excess``, ``band``, the effective dynamics' cost) computed
+    anew against its stored chain runs (no new runs): the prediction is made again at
     the stored schedule and records (:func:`.plan.predict_at`) and compared with the runs'
     ``|ρ|`` read back from ``out/chain``. The planning's cost (``plan_seconds``, ``plan_cpu``)
     stays the stored row's. Returns ``(row, prediction)``; raises ``ConfigError`` (field

@@ -276,12 +276,11 @@ def _finish(pred_fields: dict[str, Any], ed: Any, final: Any, evolve: _Evolver,
 
 def predict_at(pred: Prediction, *, n_samples: int, seed: int, max_blocks: int | None,
                diffusion_scale: float = 1.0) -> Prediction:
-    """The prediction of ``pred``'s configuration made again with the current code at exactly
-    ``pred``'s schedule, run length and records — those of the chain runs stored against it —
-    without planning them again: the same moment table (its step range
-    ``[η(cap − 1), η0]``, ``n_samples`` and ``seed``) and the same evolution and tolerance
-    loop as :func:`predict`, so where the code did not change the prediction is ``pred``'s
-    bit for bit. ``predicted_hit`` is read at the runs' records; ``plan_seconds`` and
+    """The prediction of ``pred``'s configuration at exactly ``pred``'s schedule, run length
+    and records — those of the chain runs stored against it — without planning them again: the
+    same moment table (its step range ``[η(cap − 1), η0]``, ``n_samples`` and ``seed``) and the
+    same evolution and tolerance loop as :func:`predict`, so that with the code that made
+    ``pred`` it reproduces ``pred`` bit for bit. ``predicted_hit`` is read at the runs' records; ``plan_seconds`` and
     ``plan_cpu`` are ``pred``'s (nothing is planned)."""
     from ..theory.effective import BlockBudgetExceeded, moment_table
 
