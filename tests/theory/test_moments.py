@@ -121,8 +121,9 @@ def test_replicate_groups_are_disjoint_and_pool_to_the_table():
 def test_node_moments_are_what_the_local_interpolants_give_at_the_nodes():
     """``MomentTable.node_moments``: the drift and variance at the nodes are the values of
     ``at(η)``'s interpolants there — at one step for every node, and with a step per node
-    (node ``i`` at ``η_i``, each its own ``at(η_i)``), steps outside the table clipped to it;
-    for a spline in ``log η`` (4 steps and more) and a linear one (2 steps)."""
+    (node ``i`` at ``η_i``, each its own ``at(η_i)``, and to the bit what the shared step
+    ``η_i`` gives at node ``i``), steps outside the table clipped to it; for a spline in
+    ``log η`` (4 steps and more) and a linear one (2 steps)."""
     m = ModelConfig(d=40, n_informative=10, n_nuisance=40, theta=0.8)
     t = moment_table(m, 0.02, 0.2, z_max=1.0, n_samples=300, rtol=None, replicates=0)
     two = MomentTable(t.z_nodes, t.etas[[0, -1]], t.a[:, [0, -1]], t.b[:, [0, -1]],
@@ -142,6 +143,8 @@ def test_node_moments_are_what_the_local_interpolants_give_at_the_nodes():
         own = [table.at(float(e))(z[i:i + 1]) for i, e in enumerate(etas)]
         np.testing.assert_allclose(m_n, [o[0][0] for o in own], rtol=1e-12, atol=1e-15)
         np.testing.assert_allclose(v_n, [o[2][0] for o in own], rtol=1e-12, atol=1e-15)
+        shared = np.array([table.node_moments(float(e))[0][i] for i, e in enumerate(etas)])
+        np.testing.assert_array_equal(m_n, shared)  # a step per node: the same arithmetic
         with pytest.raises(ValueError, match="one step per node"):
             table.node_moments(etas[:-1])
 

@@ -707,9 +707,10 @@ class MomentTable:
     def node_moments(self, eta: float | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The drift ``m(z_i, η) = E[Δz]`` and variance ``v(z_i, η) = Var[Δz]`` of one update
         at the nodes ``z_i`` (``z_nodes``), ``(nodes,)`` each, in ``z`` per step (``z =
-        artanh ρ``): ``m = ηΦ'(z) + η² a cosh² z`` and ``v = max(η² b cosh² z, 0)``, ``a`` and
-        ``b`` interpolated in ``log η`` (clipped to the table's steps) — what :meth:`at`'s
-        :class:`Local` gives at a node, without the splines in ``z``.
+        artanh ρ``): ``m = ηΦ'(z) + η² a cosh² z`` and ``v = max(η² b cosh² z, 0)`` (``Φ'`` of
+        the standardised model at ``ρ = tanh z``; ``a`` and ``b`` the table's coefficients,
+        interpolated in ``log η`` and clipped to its steps) — what :meth:`at`'s :class:`Local`
+        gives at a node, without the splines in ``z``.
 
         ``eta`` : a standardised step (``η σ²`` in model units, as ``etas``), the same at every
         node, or an array ``(nodes,)``, node ``i`` at step ``eta[i]`` (a step per node, e.g. the
