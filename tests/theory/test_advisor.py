@@ -165,3 +165,24 @@ def test_searched_candidate_has_the_steps_of_its_tabulated_schedule():
     cand = _knot_correction(base, 300.0, 400, np.array([0.1, -0.2, 0.3, 0.0, 0.2, -0.1]), 0.05)
     ks = np.arange(1000)
     assert np.array_equal(cand.eta(ks), cand.schedule().eta(ks))
+
+
+def test_only_the_last_tolerance_pass_keeps_its_warnings():
+    """``effective.last_pass_warnings`` (the advisor's and the accuracy map's runs on a
+    shared table): every warning of a call is recorded (a repeat too, and whatever filter is
+    outside), none is shown, and the list holds the last call's alone — a pass that a table
+    extension supersedes keeps its warnings to itself."""
+    from attnsignal.theory.effective import last_pass_warnings
+
+    def evolve(k: int) -> int:
+        for _ in range(k):
+            warnings.warn(f"pass {k}", EffectiveDynamicsAccuracyWarning)
+        return k
+
+    recorded, caught = last_pass_warnings(evolve)
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("error")
+        assert recorded(2) == 2 and [str(w.message) for w in caught] == ["pass 2", "pass 2"]
+        assert recorded(1) == 1 and [str(w.message) for w in caught] == ["pass 1"]
+        assert recorded(0) == 0 and caught == []
+    assert shown == []

@@ -11,7 +11,7 @@ import pytest
 
 from attnsignal.config import ConfigError, ModelConfig
 from attnsignal.one_step import chain_one_step, jump_moments
-from attnsignal.theory.moments import moment_table, one_step_moments
+from attnsignal.theory.moments import MomentTable, moment_table, one_step_moments
 from attnsignal.theory.reduced import ScoreTilt, reduced_chunks, score_tilt
 
 #: a heavy-tailed jump at a small L: one score above the rest carries the variance
@@ -116,6 +116,37 @@ def test_replicate_groups_are_disjoint_and_pool_to_the_table():
     np.testing.assert_allclose(t.replicate_b.mean(axis=0), t.b, rtol=0.02)
     ratio = t.replicate_b.std(axis=0, ddof=1) / (math.sqrt(8) * t.stderr_b)
     assert 0.6 < float(np.median(ratio)) < 1.5
+
+
+def test_node_moments_are_what_the_local_interpolants_give_at_the_nodes():
+    """``MomentTable.node_moments``: the drift and variance at the nodes are the values of
+    ``at(η)``'s interpolants there — at one step for every node, and with a step per node
+    (node ``i`` at ``η_i``, each its own ``at(η_i)``, and to the bit what the shared step
+    ``η_i`` gives at node ``i``), steps outside the table clipped to it; for a spline in
+    ``log η`` (4 steps and more) and a linear one (2 steps)."""
+    m = ModelConfig(d=40, n_informative=10, n_nuisance=40, theta=0.8)
+    t = moment_table(m, 0.02, 0.2, z_max=1.0, n_samples=300, rtol=None, replicates=0)
+    two = MomentTable(t.z_nodes, t.etas[[0, -1]], t.a[:, [0, -1]], t.b[:, [0, -1]],
+                      t.dphi_nodes, t.n_samples, t._dphi)
+    rng = np.random.default_rng(3)
+    for table in (t, two):
+        assert table.etas.size in (2, t.etas.size) and t.etas.size >= 4
+        z, lo, hi = table.z_nodes, math.log(table.etas[0]), math.log(table.etas[-1])
+        eta = float(np.exp(0.3 * lo + 0.7 * hi))
+        m_n, v_n = table.node_moments(eta)
+        m_l, _, v_l = table.at(eta)(z)
+        assert m_n.shape == v_n.shape == z.shape
+        np.testing.assert_allclose(m_n, m_l, rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(v_n, v_l, rtol=1e-12, atol=1e-15)
+        etas = np.exp(rng.uniform(lo - 0.5, hi + 0.5, z.size))  # some outside: clipped
+        m_n, v_n = table.node_moments(etas)
+        own = [table.at(float(e))(z[i:i + 1]) for i, e in enumerate(etas)]
+        np.testing.assert_allclose(m_n, [o[0][0] for o in own], rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(v_n, [o[2][0] for o in own], rtol=1e-12, atol=1e-15)
+        shared = np.array([table.node_moments(float(e))[0][i] for i, e in enumerate(etas)])
+        np.testing.assert_array_equal(m_n, shared)  # a step per node: the same arithmetic
+        with pytest.raises(ValueError, match="one step per node"):
+            table.node_moments(etas[:-1])
 
 
 def test_the_second_control_has_the_exact_mean_of_g_q():

@@ -85,8 +85,8 @@ from ..validation import Boolean, Integer, Optional, Real, validated
 from ._checks import BATCH, MODEL, RHO0, SEED, TARGET, UPDATE
 from .moments import refine_table
 from .effective import (BlockBudgetExceeded, EffectiveDynamics, MomentTable, _z_max,
-                        check_effective_model, effective_dynamics, moment_table,
-                        pooled_law, visited_nodes, within_tolerance)
+                        check_effective_model, effective_dynamics, last_pass_warnings,
+                        moment_table, pooled_law, visited_nodes, within_tolerance)
 from .finite_step import second_order_coefficient
 from .landscape import landscape
 
@@ -383,17 +383,13 @@ def advise_schedule(model: ModelConfig, target: float, *, batch: int = 1,
     # (a run that a table extension supersedes keeps its warnings to itself: the reported
     # run's are the ones raised)
     finals = iter([True])
-    raised: list[warnings.WarningMessage] = []
 
     def final_advice(t: MomentTable) -> EffectiveDynamics:
         ev.use(t)
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            ed = ev(step, horizon, focus, final=True, counted=next(finals, False))[1]
-        raised[:] = caught
-        return ed
+        return ev(step, horizon, focus, final=True, counted=next(finals, False))[1]
 
-    ed_adv, _ = within_tolerance(final_advice, ev.table, tolerance)
+    recorded, raised = last_pass_warnings(final_advice)
+    ed_adv, _ = within_tolerance(recorded, ev.table, tolerance)
     for w in raised:
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     k_adv = _hit(ed_adv, target)
@@ -647,18 +643,12 @@ def _optimal_policy(table: MomentTable, side: float
     """``η*(z) = argmax_η side·m(z, η)`` at the table's ``z`` nodes over 160 log-spaced steps in
     its range (parabolic refinement in ``log η``), and ``m*(z) = m(z, η*)``. At a node the
     interpolant of :meth:`~.moments.MomentTable.at` is the node's value, so ``m`` is read there
-    directly: ``m(z, η) = ηΦ'(z) + η² a(z, η) cosh² z``."""
+    directly (:meth:`~.moments.MomentTable.node_moments`; ``m*`` with each node at its own
+    ``η*``)."""
     le = np.linspace(math.log(table.etas[0]), math.log(table.etas[-1]), 160)
     z = table.z_nodes
-    fp = table._fp(z)  # type: ignore[attr-defined]
-    c2 = np.cosh(z) ** 2
-
-    def drift(etas: np.ndarray) -> np.ndarray:
-        # m(z_i, η_j), shape (nodes, steps)
-        a = np.stack([table._coeffs(float(e))[0] for e in etas], axis=1)
-        return etas[None, :] * fp[:, None] + etas[None, :] ** 2 * a * c2[:, None]
-
-    M = drift(np.exp(le)) * side
+    # m(z_i, η_j), shape (nodes, steps)
+    M = np.stack([table.node_moments(float(e))[0] for e in np.exp(le)], axis=1) * side
     rows = np.arange(z.size)
     j = np.argmax(M, axis=1)
     jj = np.clip(j, 1, le.size - 2)
@@ -669,4 +659,4 @@ def _optimal_policy(table: MomentTable, side: float
     lstar = le[jj] + np.clip(off, -1, 1) * h
     lstar = np.where(j == jj, lstar, le[j])
     eta = np.exp(lstar)
-    return z, eta, drift(eta)[rows, rows]
+    return z, eta, table.node_moments(eta)[0]

@@ -1465,3 +1465,22 @@ def within_tolerance(evolve: Any, table: MomentTable, tolerance: float | None
     8 evolutions). Returns the last prediction and the table it used."""
     return _to_tolerance(evolve, table, tolerance,
                          lambda ed: (ed.law, ed.z_grid, ed.diagnostic.mc_error))
+
+
+def last_pass_warnings(evolve: Any) -> tuple[Any, list[warnings.WarningMessage]]:
+    """``(recorded, caught)``: ``recorded`` calls ``evolve`` with the warnings it raises
+    recorded instead of shown (every one: the filter ``"always"``), and ``caught`` holds those
+    of its last call alone (replaced at each call). For a caller of :func:`within_tolerance`
+    that reports the last pass's prediction with that pass's warnings — a pass that a table
+    extension supersedes keeps its warnings to itself: the schedule advisor raises ``caught``
+    again, the accuracy map counts it among the prediction's causes."""
+    caught: list[warnings.WarningMessage] = []
+
+    def recorded(*args: Any, **kwargs: Any) -> Any:
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            out = evolve(*args, **kwargs)
+        caught[:] = seen
+        return out
+
+    return recorded, caught

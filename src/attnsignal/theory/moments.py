@@ -626,7 +626,8 @@ class MomentTable:
     """Per-step drift ``m(z, η) = E[Δz]`` and diffusion ``v(z, η) = Var[Δz]`` of
     ``z = artanh ρ`` on ``z_nodes × etas`` (standardised steps ``etas``), stored normalised:
     ``a = (m − ηΦ')s²/η²`` and ``b = v s²/η²`` (``s² = 1 − ρ²``), with ``dphi = Φ'`` at the nodes
-    (standardised). :meth:`at` returns the interpolants at one step.
+    (standardised). :meth:`at` returns the interpolants at one step, :meth:`node_moments` the
+    drift and variance at the nodes.
 
     stderr_a, stderr_b : Monte-Carlo standard errors of ``a`` and ``b`` (same scaling)
     skewness, excess_kurtosis : of the one-step ``Δz`` at each node and step
@@ -680,16 +681,45 @@ class MomentTable:
                            self.dphi_nodes, int(self.n_samples) // max(self.replicates, 1),
                            self._dphi, rtol=self.rtol, converged=self.converged)
 
-    def _coeffs(self, eta: float) -> tuple[np.ndarray, np.ndarray]:
+    def _coeffs(self, eta: float | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``a`` and ``b`` at the nodes, ``(nodes,)`` each: at the standardised step ``eta``
+        (a float), or node ``i`` at ``eta[i]`` (an array of one step per node) — the table's
+        interpolant in ``log η`` (a cubic spline from 4 steps on, linear below; clipped to the
+        table's steps), per node the same arithmetic as at a shared step."""
         if self.etas.size == 1:
             return self.a[:, 0], self.b[:, 0]
         le = np.log(self.etas)
-        x = float(np.clip(math.log(eta), le[0], le[-1]))
+        if np.ndim(eta) == 0:
+            x = float(np.clip(math.log(eta), le[0], le[-1]))
+            if self.etas.size < 4:
+                a = np.array([np.interp(x, le, row) for row in self.a])
+                b = np.array([np.interp(x, le, row) for row in self.b])
+                return a, b
+            return self._sa(x), self._sb(x)  # type: ignore[attr-defined]
+        xs = np.clip([math.log(e) for e in np.asarray(eta, dtype=np.float64)], le[0], le[-1])
+        if xs.shape != self.z_nodes.shape:
+            raise ValueError(f"one step per node: {self.z_nodes.size} steps, not {xs.size}")
         if self.etas.size < 4:
-            a = np.array([np.interp(x, le, row) for row in self.a])
-            b = np.array([np.interp(x, le, row) for row in self.b])
-            return a, b
-        return self._sa(x), self._sb(x)  # type: ignore[attr-defined]
+            return (np.array([np.interp(x, le, row) for x, row in zip(xs, self.a)]),
+                    np.array([np.interp(x, le, row) for x, row in zip(xs, self.b)]))
+        return _node_cubic(self._sa, xs), _node_cubic(self._sb, xs)  # type: ignore[attr-defined]
+
+    def node_moments(self, eta: float | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The drift ``m(z_i, η) = E[Δz]`` and variance ``v(z_i, η) = Var[Δz]`` of one update
+        at the nodes ``z_i`` (``z_nodes``), ``(nodes,)`` each, in ``z`` per step (``z =
+        artanh ρ``): ``m = ηΦ'(z) + η² a cosh² z`` and ``v = max(η² b cosh² z, 0)`` (``Φ'`` of
+        the standardised model at ``ρ = tanh z``; ``a`` and ``b`` the table's coefficients,
+        interpolated in ``log η`` and clipped to its steps) — what :meth:`at`'s :class:`Local`
+        gives at a node, without the splines in ``z``.
+
+        ``eta`` : a standardised step (``η σ²`` in model units, as ``etas``), the same at every
+        node, or an array ``(nodes,)``, node ``i`` at step ``eta[i]`` (a step per node, e.g. the
+        best step of each node: no ``nodes × nodes`` table is formed). Raises ValueError for an
+        array of another length."""
+        e = float(eta) if np.ndim(eta) == 0 else np.asarray(eta, dtype=np.float64)
+        a, b = self._coeffs(e)
+        z = self.z_nodes
+        return _drift_variance(e, self._fp(z), a, b, np.cosh(z) ** 2)  # type: ignore[attr-defined]
 
     def stderr_at(self, eta: float, z: Any) -> tuple[np.ndarray, np.ndarray]:
         """Monte-Carlo standard errors of ``m`` and ``v`` at the standardised step ``eta`` and
@@ -730,10 +760,31 @@ class Local:
         c2 = np.cosh(z) ** 2  # 1/s²
         e = self.eta
         a = self.a(z)
-        m = e * self.fp(z) + e * e * a * c2
+        m, v = _drift_variance(e, self.fp(z), a, self.b(z), c2)
         mz = e * self.fp(z, 1) + e * e * (self.a(z, 1) + 2.0 * rho * a) * c2
-        v = np.maximum(e * e * self.b(z) * c2, 0.0)
         return m, mz, v
+
+
+def _drift_variance(eta: Any, fp: np.ndarray, a: np.ndarray, b: np.ndarray, c2: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """``m = ηΦ' + η² a c2`` and ``v = max(η² b c2, 0)`` (``c2 = cosh² z = 1/s²``): the drift and
+    variance of ``z`` from the table's normalised coefficients (:class:`MomentTable`)."""
+    return eta * fp + eta * eta * a * c2, np.maximum(eta * eta * b * c2, 0.0)
+
+
+def _node_cubic(spline: CubicSpline, xs: np.ndarray) -> np.ndarray:
+    """``spline(xs[i])[i]`` for every ``i`` (a spline in ``log η`` of values ``(nodes,)``, one
+    point per node), with the arithmetic of scipy's ``PPoly`` evaluation — the interval ``k``
+    with ``x_k <= x < x_{k+1}`` (the last for ``x`` at the end), ``h = x − x_k`` and
+    ``c₃ + c₂h + c₁h² + c₀h³`` summed in that order — so each value is the spline's at that
+    point to the bit."""
+    bp = spline.x
+    k = np.clip(np.searchsorted(bp, xs, side="right") - 1, 0, bp.size - 2)
+    cols = np.arange(xs.size)
+    c = spline.c[:, k, cols]  # (4, nodes)
+    h = xs - bp[k]
+    h2 = h * h
+    return ((0.0 + c[3]) + c[2] * h) + c[1] * h2 + c[0] * (h2 * h)
 
 
 def eta_nodes(lo: float, hi: float) -> np.ndarray:

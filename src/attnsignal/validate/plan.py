@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import math
 import time
-import warnings
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -215,27 +214,28 @@ def _diagnostic(ed: Any, caught: list) -> tuple[str, tuple[str, ...], np.ndarray
 
 class _Evolver:
     """The effective dynamics of ``cfg`` under ``step`` on a given moment table, the warnings
-    of its last evolution kept in ``caught``."""
+    of its last evolution kept in ``caught``
+    (:func:`~attnsignal.theory.effective.last_pass_warnings`)."""
 
     def __init__(self, cfg: MapConfig, step: StepSize, *, seed: int, n_samples: int,
                  max_blocks: int | None, diffusion_scale: float):
+        from ..theory.effective import last_pass_warnings
+
         self.cfg, self.step, self.seed, self.n_samples = cfg, step, seed, n_samples
         self.max_blocks, self.diffusion_scale = max_blocks, diffusion_scale
-        self.caught: list = []
+        self._recorded, self.caught = last_pass_warnings(self._evolve)
 
     def __call__(self, n: int, every: int, moments: Any) -> Any:
+        return self._recorded(n, every, moments)
+
+    def _evolve(self, n: int, every: int, moments: Any) -> Any:
         from ..theory.effective import effective_dynamics
 
         c = self.cfg
-        with warnings.catch_warnings(record=True) as seen:
-            warnings.simplefilter("always")
-            ed = effective_dynamics(c.model, self.step, steps=n, batch=c.batch,
-                                    update=c.update, record_every=every, seed=self.seed,
-                                    n_samples=self.n_samples, moments=moments,
-                                    max_blocks=self.max_blocks,
-                                    diffusion_scale=self.diffusion_scale)
-        self.caught[:] = seen
-        return ed
+        return effective_dynamics(c.model, self.step, steps=n, batch=c.batch, update=c.update,
+                                  record_every=every, seed=self.seed, n_samples=self.n_samples,
+                                  moments=moments, max_blocks=self.max_blocks,
+                                  diffusion_scale=self.diffusion_scale)
 
 
 def _at_records(evolve: _Evolver, table: Any, steps: int, every: int,
@@ -274,6 +274,32 @@ def _finish(pred_fields: dict[str, Any], ed: Any, final: Any, evolve: _Evolver,
                 extra={"diagnostic": numbers, "draws": float(final.n_samples)})
 
 
+def _on_table(cfg: MapConfig, step: StepSize, cap: int, *, n_samples: int, seed: int,
+              max_blocks: int | None, diffusion_scale: float) -> tuple[Any, _Evolver, float]:
+    """The moment table that serves every evolution of ``cfg``'s prediction under ``step``
+    (its steps ``[η(cap − 1), η0]``, ``n_samples`` draws to start, ``seed``), the evolver on
+    it, and the table's wall seconds."""
+    from ..theory.effective import moment_table
+
+    t0 = time.perf_counter()
+    table = moment_table(cfg.model, float(step.eta(cap - 1)), step.eta0, batch=cfg.batch,
+                         update=cfg.update, n_samples=n_samples, seed=seed)
+    t_moments = time.perf_counter() - t0
+    evolve = _Evolver(cfg, step, seed=seed, n_samples=n_samples, max_blocks=max_blocks,
+                      diffusion_scale=diffusion_scale)
+    return table, evolve, t_moments
+
+
+def _refused(exc: Exception, t_moments: float) -> dict[str, Any]:
+    """The prediction's fields where the effective dynamics declined to evolve (its block
+    budget): no records, the verdict ``"refused"`` with the reason as its cause."""
+    empty = np.zeros(0)
+    return dict(predicted_hit=-1, record_steps=np.zeros(0, dtype=np.int64), mean_abs=empty,
+                q10=empty, q90=empty, mean_abs_se=None, verdict="refused", causes=(str(exc),),
+                seconds={"moments": t_moments, "evolve": float("nan"), "total": float("nan")},
+                extra={})
+
+
 def predict_at(pred: Prediction, *, n_samples: int, seed: int, max_blocks: int | None,
                diffusion_scale: float = 1.0) -> Prediction:
     """The prediction of ``pred``'s configuration at exactly ``pred``'s schedule, run length
@@ -282,24 +308,16 @@ def predict_at(pred: Prediction, *, n_samples: int, seed: int, max_blocks: int |
     same evolution and tolerance loop as :func:`predict`, so that with the code that made
     ``pred`` it reproduces ``pred`` bit for bit. ``predicted_hit`` is read at the runs' records; ``plan_seconds`` and
     ``plan_cpu`` are ``pred``'s (nothing is planned)."""
-    from ..theory.effective import BlockBudgetExceeded, moment_table
+    from ..theory.effective import BlockBudgetExceeded
 
-    cfg, step = pred.config, pred.step
-    t0 = time.perf_counter()
-    table = moment_table(cfg.model, float(step.eta(pred.cap - 1)), pred.eta0,
-                         batch=cfg.batch, update=cfg.update, n_samples=n_samples, seed=seed)
-    t_moments = time.perf_counter() - t0
-    evolve = _Evolver(cfg, step, seed=seed, n_samples=n_samples, max_blocks=max_blocks,
-                      diffusion_scale=diffusion_scale)
+    cfg = pred.config
+    table, evolve, t_moments = _on_table(cfg, pred.step, pred.cap, n_samples=n_samples,
+                                         seed=seed, max_blocks=max_blocks,
+                                         diffusion_scale=diffusion_scale)
     try:
         ed, final, t_more = _at_records(evolve, table, pred.steps, pred.record_every)
     except BlockBudgetExceeded as exc:
-        empty = np.zeros(0)
-        return replace(pred, predicted_hit=-1, record_steps=np.zeros(0, dtype=np.int64),
-                       mean_abs=empty, q10=empty, q90=empty, mean_abs_se=None,
-                       verdict="refused", causes=(str(exc),), n_samples=n_samples,
-                       seconds={"moments": t_moments, "evolve": float("nan"),
-                                "total": float("nan")}, extra={})
+        return replace(pred, n_samples=n_samples, **_refused(exc, t_moments))
     fields = _finish({"predicted_hit": int(ed.hitting_step(LEVEL)), "n_samples": n_samples},
                      ed, final, evolve, t_moments + t_more)
     return replace(pred, **fields)
@@ -310,10 +328,9 @@ def predict(cfg: MapConfig, *, runs: int, budget: float, max_steps: int, n_sampl
     """The schedule, run length and prediction of ``cfg`` (module docstring). ``seed`` seeds
     the reduced draws (``κ_B`` and the one-step moments); ``diffusion_scale`` is passed to the
     effective dynamics (1: the real one; 0: a deliberately wrong law for tests)."""
-    from ..theory.effective import BlockBudgetExceeded, moment_table
+    from ..theory.effective import BlockBudgetExceeded
 
     t_start, c_start = time.perf_counter(), time.process_time()
-    model = cfg.model
     eta_max, escapes = _cap_and_sides(cfg, min(n_samples, 4000), seed)
     t_half = _ode_time(cfg)
     cap = step_cap(cfg, runs, budget, max_steps)
@@ -324,10 +341,9 @@ def predict(cfg: MapConfig, *, runs: int, budget: float, max_steps: int, n_sampl
     if k_ode > 10 * cap:
         k_ode = -1
 
-    t0 = time.perf_counter()
-    table = moment_table(model, float(step.eta(cap - 1)), eta0, batch=cfg.batch,
-                         update=cfg.update, n_samples=n_samples, seed=seed)
-    t_moments = time.perf_counter() - t0
+    table, evolve, t_moments = _on_table(cfg, step, cap, n_samples=n_samples, seed=seed,
+                                         max_blocks=max_blocks,
+                                         diffusion_scale=diffusion_scale)
 
     def base(**kw: Any) -> Prediction:
         return Prediction(config=cfg, eta_max=eta_max, field_escapes=escapes, eta0=eta0,
@@ -335,8 +351,6 @@ def predict(cfg: MapConfig, *, runs: int, budget: float, max_steps: int, n_sampl
                           n_samples=n_samples, plan_seconds=time.perf_counter() - t_start,
                           plan_cpu=time.process_time() - c_start, **kw)
 
-    evolve = _Evolver(cfg, step, seed=seed, n_samples=n_samples, max_blocks=max_blocks,
-                      diffusion_scale=diffusion_scale)
     horizon = min(cap, max(MIN_STEPS, 4 * k_ode)) if k_ode > 0 else cap
     every = max(1, horizon // PLAN_RECORDS)
     try:
@@ -356,11 +370,6 @@ def predict(cfg: MapConfig, *, runs: int, budget: float, max_steps: int, n_sampl
         planned = ed if (steps, rec_every) == (horizon, every) else None
         ed, final, t_more = _at_records(evolve, table, steps, rec_every, planned)
     except BlockBudgetExceeded as exc:
-        empty = np.zeros(0)
-        return base(steps=horizon, record_every=every, predicted_hit=-1,
-                    record_steps=np.zeros(0, dtype=np.int64), mean_abs=empty, q10=empty,
-                    q90=empty, mean_abs_se=None, verdict="refused", causes=(str(exc),),
-                    seconds={"moments": t_moments, "evolve": float("nan"),
-                             "total": float("nan")})
+        return base(steps=horizon, record_every=every, **_refused(exc, t_moments))
     return base(steps=steps, record_every=rec_every,
                 **_finish({"predicted_hit": hit}, ed, final, evolve, t_moments + t_more))
