@@ -99,16 +99,16 @@ def test_leading_coefficient_is_two_beta_squared_rho_times_the_fourth_moment():
 # --------------------------------------------------------------------------- the law
 
 
-#: L = 1100 and 1 000 draws: two chunks of the reduced sampler, whose γ² ~ χ²_D draws between
+#: L = 300 and 4 000 draws: two chunks of the reduced sampler, whose γ² ~ χ²_D draws between
 #: them consume a D-dependent share of the stream at seed 1 (d = 10² against 10⁴)
-MULTI_CHUNK = dict(n_informative=100, n_nuisance=1000, theta=1.5, beta=0.8)
+MULTI_CHUNK = dict(n_informative=30, n_nuisance=270, theta=1.5, beta=0.8)
 
 
 def test_moments_in_d_are_the_same_draws_whatever_the_models_d():
     """One seed, one set of coefficients: the model's d enters neither the polynomials nor the
     draws (bit for bit at d = 10² and 10⁴, over two chunks of draws)."""
     rho = np.array([0.3])
-    dm = [dimension_moments(ModelConfig(d=d, **MULTI_CHUNK), rho, n_samples=1000, seed=1)
+    dm = [dimension_moments(ModelConfig(d=d, **MULTI_CHUNK), rho, n_samples=4000, seed=1)
           for d in (100, 10_000)]
     assert np.array_equal(dm[0].coef, dm[1].coef) and np.array_equal(dm[0].cov, dm[1].cov)
 
@@ -124,7 +124,7 @@ def test_law_does_not_depend_on_the_order_the_dimensions_are_evaluated(monkeypat
     m = ModelConfig(d=1000, **MULTI_CHUNK)
 
     def law():
-        return scaling_law(m, target=0.5, c=0.01, n_samples=1000, seed=1, method="expansion")
+        return scaling_law(m, target=0.5, c=0.01, n_samples=4000, seed=1, method="expansion")
 
     up, down = law(), law()
     first = [up.samples(100), up.samples(10_000)]
