@@ -99,6 +99,39 @@ def test_leading_coefficient_is_two_beta_squared_rho_times_the_fourth_moment():
 # --------------------------------------------------------------------------- the law
 
 
+#: L = 300 and 4 000 draws: two chunks of the reduced sampler, whose γ² ~ χ²_D draws between
+#: them consume a D-dependent share of the stream at seed 1 (d = 10² against 10⁴)
+MULTI_CHUNK = dict(n_informative=30, n_nuisance=270, theta=1.5, beta=0.8)
+
+
+def test_moments_in_d_are_the_same_draws_whatever_the_models_d():
+    """One seed, one set of coefficients: the model's d enters neither the polynomials nor the
+    draws (bit for bit at d = 10² and 10⁴, over two chunks of draws)."""
+    rho = np.array([0.3])
+    dm = [dimension_moments(ModelConfig(d=d, **MULTI_CHUNK), rho, n_samples=4000, seed=1)
+          for d in (100, 10_000)]
+    assert np.array_equal(dm[0].coef, dm[1].coef) and np.array_equal(dm[0].cov, dm[1].cov)
+
+
+def test_law_does_not_depend_on_the_order_the_dimensions_are_evaluated(monkeypatch):
+    """samples(d) is a function of (model, options, seed, d): d = 10⁴ before or after 10²
+    gives the same values, bit for bit (7 nodes instead of 33 and the fixed sign keep it
+    cheap: the moments' draws are the fixed-sign model's for both signs, and the order
+    dependence does not involve the nodes)."""
+    import attnsignal.theory.scaling as scaling
+
+    monkeypatch.setattr(scaling, "_NODES", 7)
+    m = ModelConfig(d=1000, **MULTI_CHUNK)
+
+    def law():
+        return scaling_law(m, target=0.5, c=0.01, n_samples=4000, seed=1, method="expansion")
+
+    up, down = law(), law()
+    first = [up.samples(100), up.samples(10_000)]
+    second = [down.samples(10_000), down.samples(100)][::-1]
+    assert first == second and np.isfinite(first).all(), (first, second)
+
+
 @pytest.fixture(scope="module")
 def slice_laws():
     """The expansion's laws (the limit, the closed forms and the critical c are the

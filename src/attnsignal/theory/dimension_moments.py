@@ -51,6 +51,9 @@ __all__ = ["DimensionMoments", "dimension_moments", "STATISTICS"]
 #: The statistics, in the order of :attr:`DimensionMoments.coef`'s second axis.
 STATISTICS = ("g_e", "g_q", "g_e2", "g_qg_e", "g_q2", "u2")
 _DEG = 4  # power-basis coefficients 1, D, D², D³ of every statistic
+#: the dimension the draws are made at (any ``d >= 4``: the coefficients do not depend on it;
+#: one fixed value makes them a function of the model's ``L``-dimensional part and the seed)
+_DRAW_D = 4
 
 
 @njit(cache=True, nogil=True)
@@ -291,8 +294,9 @@ def dimension_moments(model: ModelConfig, rho: Any, *, n_samples: int = 4000,
     in ``D = d − 2`` (module docstring), from ``n_samples`` common draws of ``(a, b, ζ)``.
 
     The coefficients are unbiased; their Monte-Carlo covariance is returned for standard
-    errors. ``model.d`` is not used (any ``d >= 3`` is then available); ``model.noise_std`` is
-    absorbed (standardised units). Raises ``ConfigError`` for bad input or work that cannot
+    errors. ``model.d`` is not used, neither in the coefficients nor in the draws: the same seed
+    gives the same coefficients, bit for bit, at every ``d`` (any ``d >= 3`` is then available);
+    ``model.noise_std`` is absorbed (standardised units). Raises ``ConfigError`` for bad input or work that cannot
     finish.
     """
     r = np.atleast_1d(np.asarray(rho, dtype=np.float64)).ravel()
@@ -301,8 +305,11 @@ def dimension_moments(model: ModelConfig, rho: Any, *, n_samples: int = 4000,
     grid = np.concatenate([r, -r]) if random else r
     check_work("n_samples", coefficient_work(std, grid.size, n_samples),
                f"n_samples × alignments × L tokens (L = {std.n_tokens})", n_samples)
-    # the draws: a, b, ζ of the fixed-sign model (the sign is applied by symmetrisation)
-    fixed = ModelConfig(d=max(std.d, 4), n_informative=std.n_informative,
+    # the draws: a, b, ζ of the fixed-sign model (the sign is applied by symmetrisation), at
+    # one dimension whatever model.d is: the sampler also draws γ² ~ χ²_D and χ' ~ χ²_{D−1}
+    # (unused here) between chunks, and their rejection samplers consume a D-dependent share of
+    # the stream, so drawing at model.d would make the coefficients depend on it
+    fixed = ModelConfig(d=_DRAW_D, n_informative=std.n_informative,
                         n_nuisance=std.n_nuisance, theta=std.theta, beta=std.beta)
     acc = _Running()
     for draws in reduced_chunks(fixed, n_samples, seed):
