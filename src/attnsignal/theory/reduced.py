@@ -48,10 +48,13 @@ draw serves every ``ρ`` and every step.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 import math
+import os
+import threading
 
 import numpy as np
 from numba import njit
@@ -636,21 +639,47 @@ def _cuts(n: int) -> np.ndarray:
     return np.linspace(0, n, parts + 1).astype(np.int64)
 
 
+#: the persistent compute pools, one per (process, number of threads): :func:`_in_threads`
+#: runs hundreds of short parallel sections per call of the effective dynamics, and a pool
+#: made per section paid its threads' start and join each time
+_POOLS: dict[tuple[int, int], ThreadPoolExecutor] = {}
+_POOLS_LOCK = threading.Lock()
+_WORKER = threading.local()
+
+
+def _mark_worker() -> None:
+    _WORKER.inside = True
+
+
+def _compute_pool(workers: int) -> ThreadPoolExecutor:
+    """The process's pool of ``workers`` threads, made on first use (a forked child, whose
+    copy of its parent's pool has no threads, makes its own)."""
+    key = (os.getpid(), workers)
+    with _POOLS_LOCK:
+        pool = _POOLS.get(key)
+        if pool is None:
+            pool = ThreadPoolExecutor(max_workers=workers, initializer=_mark_worker,
+                                      thread_name_prefix="attnsignal-compute")
+            _POOLS[key] = pool
+        return pool
+
+
 def _in_threads(fn: Callable[[int], None], n: int) -> None:
-    """``fn(0), …, fn(n − 1)`` on up to ``compute_threads()`` threads (the compiled kernels
-    release the GIL); exceptions propagate."""
+    """``fn(0), …, fn(n − 1)`` on up to ``compute_threads()`` threads of a persistent pool
+    (the compiled kernels release the GIL); every call has finished when it returns, and the
+    first exception then propagates. Called from one of the pool's own threads, it runs the
+    calls there in turn (a worker that waited on its own pool could wait for ever)."""
     from ..engines.base import compute_threads
 
-    workers = max(1, min(n, compute_threads()))
-    if workers == 1:
+    threads = max(1, compute_threads())
+    if min(n, threads) == 1 or getattr(_WORKER, "inside", False):
         for i in range(n):
             fn(i)
         return
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        for f in [pool.submit(fn, i) for i in range(n)]:
-            f.result()
+    futures = [_compute_pool(threads).submit(fn, i) for i in range(n)]
+    wait(futures)
+    for f in futures:
+        f.result()
 
 
 def fused_pool(model: ModelConfig, rhos: np.ndarray, n: int, key: np.ndarray, first: int,
