@@ -56,8 +56,9 @@ degrades when single steps do — small ``L`` with large ``η``, or an escape fr
 few steps. The prediction's errors, and how :class:`Diagnostic` estimates each:
 
 * Monte-Carlo: the draws behind the moments are split into ``K`` disjoint groups whose tables
-  are evolved separately; the spread of the ``K`` predictions gives the standard error of the
-  pooled prediction (``mean_abs_stderr``, :meth:`EffectiveDynamics.quantile_stderr`; measured
+  are evolved separately (on blocks twice as wide as the pooled table's: a discretisation
+  error common to them does not enter their spread); the spread of the ``K`` predictions
+  gives the standard error of the pooled prediction (``mean_abs_stderr``, :meth:`EffectiveDynamics.quantile_stderr`; measured
   against the spread over independent moment seeds in ``docs/effective-dynamics.md``), and
   :func:`within_tolerance` adds draws while ``t₀.₉₇₅,K−1`` times it exceeds half the
   tolerance;
