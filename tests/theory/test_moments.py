@@ -268,3 +268,36 @@ def test_parallel_sections_finish_before_an_error_propagates_and_nest_inline():
 
     _in_threads(outer, 4)
     assert np.array_equal(inner.ravel(), np.arange(16.0))
+
+
+def test_a_forked_child_makes_its_own_compute_pool():
+    """After the parent has used its persistent pool, a forked child (multiprocessing's default
+    on Linux; its copy of the pool has no threads) runs parallel sections on a pool of its own
+    instead of waiting for ever."""
+    import os
+    import signal
+    import time
+
+    from attnsignal.theory.reduced import _in_threads
+
+    hits = np.zeros(4)
+    _in_threads(lambda i: hits.__setitem__(i, 1.0), 4)
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        try:
+            got = np.zeros(4)
+            _in_threads(lambda i: got.__setitem__(i, 1.0), 4)
+            os._exit(0 if got.sum() == 4 else 1)
+        finally:
+            os._exit(2)
+    deadline = time.monotonic() + 30.0
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            pytest.fail("the forked child's parallel section did not finish")
+        time.sleep(0.01)
+    assert hits.sum() == 4 and os.waitstatus_to_exitcode(status) == 0
