@@ -19,7 +19,7 @@ subprocess with an empty Numba cache (the compile cost a fresh clone pays once).
 
 ``--split`` also prints the small-L call's CPU seconds by part (draws, their sums, evolutions).
 
-Measured (six runs, load 4–7 on 2 cores): E1 0.56 % (d = 100) and 1.21 % (d = 1000) of the
+Measured (eight runs, load 4–7 on 2 cores): E1 0.56 % (d = 100) and 1.21 % (d = 1000) of the
 chain; small L 0.98–1.18× the CPU of the 16 runs — the tolerance rule takes the bound there
 (64 000 draws at the visited nodes), and those draws with their sums cost about three quarters
 of the 16 runs by themselves (``docs/effective-dynamics.md``, "Cost") — and 0.43–0.50× with
