@@ -17,7 +17,15 @@ tables, and any extra draws the tolerance asked for). Times are wall and CPU sec
 threads); on a shared machine the CPU ratio is the steadier one. ``--cold`` first times one call in a
 subprocess with an empty Numba cache (the compile cost a fresh clone pays once).
 
-    PYTHONPATH=src python benchmarks/effective_cost.py [--cold] [--skip-e1]
+``--split`` also prints the small-L call's CPU seconds by part (draws, their sums, evolutions).
+
+Measured (eight runs, load 4–7 on 2 cores): E1 0.56 % (d = 100) and 1.21 % (d = 1000) of the
+chain; small L 0.98–1.18× the CPU of the 16 runs — the tolerance rule takes the bound there
+(64 000 draws at the visited nodes), and those draws with their sums cost about three quarters
+of the 16 runs by themselves (``docs/effective-dynamics.md``, "Cost") — and 0.43–0.50× with
+``tolerance=None``.
+
+    PYTHONPATH=src python benchmarks/effective_cost.py [--cold] [--skip-e1] [--split]
 """
 
 from __future__ import annotations
@@ -68,6 +76,28 @@ def _describe(ed) -> str:
             f"SE of mean |ρ| ≤ {d.stderr:.2g}")
 
 
+def split() -> None:
+    """The small-L call's CPU seconds by part, under ``cProfile`` with a process-time clock (the
+    worker threads' time lands in the part that waits on them): the reduced draws
+    (``fused_pool``), their power sums at the nodes and steps (``_jump_sums``), the evolutions of
+    the pooled and replicate tables (``_evolve_all``), and the rest."""
+    import cProfile
+    import pstats
+
+    prof = cProfile.Profile(time.process_time)
+    c0 = time.process_time()
+    prof.enable()
+    _effective(SMALL, SMALL_STEP, 8000, 100)
+    prof.disable()
+    total = time.process_time() - c0
+    stats = pstats.Stats(prof).stats  # type: ignore[attr-defined]
+    parts = {"draws": "fused_pool", "sums": "_jump_sums", "evolutions": "_evolve_all"}
+    got = {k: sum(v[3] for f, v in stats.items() if f[2] == name) for k, name in parts.items()}
+    rest = total - sum(got.values())
+    print("small L, CPU-s by part: " + ", ".join(f"{k} {v:.2f}" for k, v in got.items())
+          + f", rest {rest:.2f}; total {total:.2f}")
+
+
 def cold() -> None:
     code = ("import time, warnings; t0 = time.perf_counter(); import attnsignal as asg; "
             "from attnsignal.theory.effective import effective_dynamics; "
@@ -87,6 +117,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--cold", action="store_true")
     ap.add_argument("--skip-e1", action="store_true")
+    ap.add_argument("--split", action="store_true", help="also the small-L call's CPU by part")
     ap.add_argument("--e1-runs", type=int, default=2)
     ap.add_argument("--e1-steps", type=int, default=20_000)
     args = ap.parse_args()
@@ -104,6 +135,8 @@ def main() -> None:
     t_n, c_n, ed_n = _effective(SMALL, SMALL_STEP, 8000, 100, tolerance=None)
     print(f"  the same with tolerance=None: {t_n:.2f} s ({c_n:.2f} CPU-s) [{_describe(ed_n)}]; "
           f"/ 16 runs = {t_n / t16:.2f} wall, {c_n / c16:.2f} CPU")
+    if args.split:
+        split()
     if args.skip_e1:
         return
     for d in (100, 1000):

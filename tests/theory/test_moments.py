@@ -231,3 +231,104 @@ def test_moment_table_matches_the_chain_engine_one_step():
         se_ratio = math.hypot(se_v / v, jm.stderr_var / jm.var)
         assert se_ratio < 0.03, se_ratio  # the check has power
         assert abs(v / jm.var - 1.0) < 4 * se_ratio, (eta, v, jm)
+
+
+def test_the_step_in_z_is_artanh_of_the_update_to_full_precision():
+    """``_z_after`` (one logarithm, the smaller of ``den ± num`` from ``(s·a₁ − ρe_g)² + c₂``)
+    against ``artanh ρ' − z`` in 50-digit decimal arithmetic from the exact ``ρ = tanh z``: at
+    every node at least as close as ``artanh`` of the rounded ratio ``num/den``, within 1e-14
+    up to ``|z| = 2``, 1e-11 at ``|z| = 5`` (the rounding of ``ρ`` itself: ``1 − |ρ|`` is
+    ~1e-4 there) and 2e-9 near ``|z| = 9``."""
+    from decimal import Decimal, getcontext
+
+    from attnsignal.theory.moments import _LIM, _z_after
+
+    getcontext().prec = 50
+    rng = np.random.default_rng(5)
+    for z0 in (-8.9, -5.0, -2.0, 0.0, 0.7, 5.0, 8.9):
+        Z = Decimal(z0)
+        e2 = (2 * Z).exp()
+        rho_d, s_d = (e2 - 1) / (e2 + 1), 2 * Z.exp() / (e2 + 1)
+        rho = math.tanh(z0)
+        s = math.sqrt(max(0.0, 1.0 - rho * rho))
+        err_new = err_old = 0.0
+        for _ in range(100):
+            eta = 10.0 ** rng.uniform(-3, -0.5)
+            a1 = 1.0 + eta * rng.normal(0, 3)
+            eg = eta * rng.normal(0, 3)
+            c2 = eta * eta * rng.chisquare(3) * 10.0 ** rng.uniform(-4, 1)
+            num = rho * a1 + s * eg
+            den = math.sqrt(a1 * a1 + eg * eg + c2)
+            dn = rho_d * Decimal(a1) + s_d * Decimal(eg)
+            dd = (Decimal(a1) ** 2 + Decimal(eg) ** 2 + Decimal(c2)).sqrt()
+            exact = float(((dd + dn) / (dd - dn)).ln() / 2 - Z)
+            err_new = max(err_new, abs(_z_after(rho, s, a1, eg, c2, num, den) - z0 - exact))
+            err_old = max(err_old, abs(math.atanh(min(max(num / den, -_LIM), _LIM)) - z0
+                                       - exact))
+        assert err_new <= err_old + 1e-15, (z0, err_new, err_old)
+        assert err_new <= (1e-14 if abs(z0) <= 2 else 1e-11 if abs(z0) <= 5 else 2e-9), (
+            z0, err_new, err_old)
+
+
+def test_parallel_sections_finish_before_an_error_propagates_and_nest_inline():
+    """``_in_threads`` on its persistent pool: every call has run when the first exception
+    propagates, and a section started from one of the pool's threads runs there in turn
+    (no wait on its own pool)."""
+    import threading
+
+    from attnsignal.theory.reduced import _in_threads
+
+    done = []
+    lock = threading.Lock()
+
+    def fails_first(i: int) -> None:
+        if i == 0:
+            raise ValueError("first")
+        with lock:
+            done.append(i)
+
+    with pytest.raises(ValueError, match="first"):
+        _in_threads(fails_first, 6)
+    assert sorted(done) == [1, 2, 3, 4, 5]
+    inner = np.zeros((4, 4))
+
+    def outer(i: int) -> None:
+        def cell(j: int) -> None:
+            inner[i, j] = i * 4 + j
+        _in_threads(cell, 4)
+
+    _in_threads(outer, 4)
+    assert np.array_equal(inner.ravel(), np.arange(16.0))
+
+
+def test_a_forked_child_makes_its_own_compute_pool():
+    """After the parent has used its persistent pool, a forked child (multiprocessing's default
+    on Linux; its copy of the pool has no threads) runs parallel sections on a pool of its own
+    instead of waiting for ever."""
+    import os
+    import signal
+    import time
+
+    from attnsignal.theory.reduced import _in_threads
+
+    hits = np.zeros(4)
+    _in_threads(lambda i: hits.__setitem__(i, 1.0), 4)
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        try:
+            got = np.zeros(4)
+            _in_threads(lambda i: got.__setitem__(i, 1.0), 4)
+            os._exit(0 if got.sum() == 4 else 1)
+        finally:
+            os._exit(2)
+    deadline = time.monotonic() + 30.0
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            pytest.fail("the forked child's parallel section did not finish")
+        time.sleep(0.01)
+    assert hits.sum() == 4 and os.waitstatus_to_exitcode(status) == 0

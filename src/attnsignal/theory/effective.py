@@ -56,8 +56,9 @@ degrades when single steps do — small ``L`` with large ``η``, or an escape fr
 few steps. The prediction's errors, and how :class:`Diagnostic` estimates each:
 
 * Monte-Carlo: the draws behind the moments are split into ``K`` disjoint groups whose tables
-  are evolved separately; the spread of the ``K`` predictions gives the standard error of the
-  pooled prediction (``mean_abs_stderr``, :meth:`EffectiveDynamics.quantile_stderr`; measured
+  are evolved separately (on blocks twice as wide as the pooled table's: a discretisation
+  error common to them does not enter their spread); the spread of the ``K`` predictions
+  gives the standard error of the pooled prediction (``mean_abs_stderr``, :meth:`EffectiveDynamics.quantile_stderr`; measured
   against the spread over independent moment seeds in ``docs/effective-dynamics.md``), and
   :func:`within_tolerance` adds draws while ``t₀.₉₇₅,K−1`` times it exceeds half the
   tolerance;
@@ -113,6 +114,12 @@ __all__ = ["BlockBudgetExceeded", "Diagnostic", "EffectiveDynamics",
            "MAX_NODE_BLOCKS", "pooled_law", "visited_nodes"]
 
 _BLOCK_SD = 0.05          # largest spread of a block from a node that carries mass (in z)
+#: the replicate tables' blocks and sub-blocks (:func:`_evolve`), twice and five times the
+#: pooled table's: their spread measures the Monte-Carlo error, and a discretisation error common
+#: to them does not enter it (their standard error agrees with the fine blocks' within a few per
+#: cent; ``tests/theory/test_effective.py``) at under half the cost
+_REPLICATE_BLOCK_SD = 0.1
+_REPLICATE_ETA_CHANGE = 0.05
 _ETA_CHANGE = 0.01        # largest relative change of η within a sub-block
 _MOVE = 0.02              # largest mean displacement of a non-stiff node per sub-block (in z)
 _MAX_PIECES = 32          # at most this many pieces of a sub-block per node
@@ -323,12 +330,17 @@ class _Poly:
 
     @classmethod
     def of(cls, table: MomentTable, a: np.ndarray | None = None,
-           b: np.ndarray | None = None) -> "_Poly":
+           b: np.ndarray | None = None, like: "_Poly | None" = None) -> "_Poly":
+        """The arrays of ``table`` (with ``a``, ``b`` in place of its own if given); ``like``:
+        a :class:`_Poly` of the same table whose ``z`` operator and ``Φ'`` are shared (only the
+        cubics in ``log η`` are built)."""
         a = table.a if a is None else a
         b = table.b if b is None else b
         le = np.log(table.etas)
         ca, le0, dle = _log_eta_poly(le, a)
         cb, _, _ = _log_eta_poly(le, b)
+        if like is not None:
+            return dataclasses.replace(like, ca=ca, cb=cb)
         zn = table.z_nodes
         zop = np.ascontiguousarray(CubicSpline(zn, np.eye(zn.size), axis=0).c)  # (4, n−1, n)
         zf = table._zf  # type: ignore[attr-defined]
@@ -575,7 +587,8 @@ def _sources(p, zg, span, x, P, pl, g_lo, g_hi, heavy):  # pragma: no cover
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def _sub_block(k, k_rec, k_blk, cum_eta, var_cum, ca, cb, le0, dle, zop, zn0, dzn, cf, zf0,
-               dzf, vscale, nl, x, P, heavy, z0, zend, Ca, Cb):  # pragma: no cover
+               dzf, vscale, nl, x, P, heavy, z0, zend, Ca, Cb, tgt, eta_change
+               ):  # pragma: no cover
     """One sub-block from step ``k``: at most ``k_rec``, ``η`` changing by at most 1 %, and
     the spread added from a heavy source below ``0.05²``; every source's path and variance
     advanced (:func:`_advance_node`). Returns ``(k_end, spread limit reached, the largest
@@ -583,8 +596,7 @@ def _sub_block(k, k_rec, k_blk, cum_eta, var_cum, ca, cb, le0, dle, zop, zn0, dz
     n_nodes = zop.shape[2]
     lo = zn0
     hi = zn0 + dzn * (n_nodes - 1)
-    tgt = _BLOCK_SD * _BLOCK_SD
-    k_end = _last_at_most(var_cum, var_cum[k] + _ETA_CHANGE, k)
+    k_end = _last_at_most(var_cum, var_cum[k] + eta_change, k)
     k_end = min(max(k_end, k + 1), k_rec)
     eta = (cum_eta[k_end] - cum_eta[k]) / (k_end - k)
     lx = math.log(eta)
@@ -640,7 +652,8 @@ def _finish_block(p, zg, h, nl, x, P, pl, g_lo, g_hi, span, out):  # pragma: no 
 def _evolve_one(p: np.ndarray, zg: np.ndarray, h: float, cum_eta: np.ndarray,
                 var_cum: np.ndarray, ks_rec: np.ndarray, poly: "_Poly", ref: "_Poly",
                 vscale: float, max_blocks: int, keep_law: bool, law: np.ndarray,
-                summ: np.ndarray, rec_stats: np.ndarray, stats: np.ndarray) -> None:
+                summ: np.ndarray, rec_stats: np.ndarray, stats: np.ndarray,
+                block_sd: float = _BLOCK_SD, eta_change: float = _ETA_CHANGE) -> None:
     """Evolve the law ``p`` on the grid ``zg`` (spacing ``h``) through the blocks of the module
     docstring under the table ``poly`` (``ref``: its shared arrays); at the recorded steps
     ``ks_rec`` write it into ``law`` when ``keep_law`` (the pooled table: its mean, mean
@@ -682,7 +695,7 @@ def _evolve_one(p: np.ndarray, zg: np.ndarray, h: float, cum_eta: np.ndarray,
             k, full, v_step = _sub_block(k, k_rec, k_blk, cum_eta, var_cum, poly.ca, poly.cb,
                                          ref.le0, ref.dle, ref.zop, ref.zn0, ref.dzn, ref.cf,
                                          ref.zf0, ref.dzf, vscale, nl, x, P, heavy, z0, zend,
-                                         Ca, Cb)
+                                         Ca, Cb, block_sd * block_sd, eta_change)
             n_sub += 1
             if v_first < 0.0:
                 v_first = v_step
@@ -732,7 +745,8 @@ def _evolve(p0: np.ndarray, z: np.ndarray, h: float, eta_std: np.ndarray, ks_rec
 
     def one(t: int) -> None:
         _evolve_one(p0.copy(), z, float(h), cum_eta, var_cum, ks_rec, polys[t], ref,
-                    float(diffusion_scale), mb, t == 0, law, summ[t], rec_stats[t], stats[t])
+                    float(diffusion_scale), mb, t == 0, law, summ[t], rec_stats[t], stats[t],
+                    *((_BLOCK_SD, _ETA_CHANGE) if t == 0 else (_REPLICATE_BLOCK_SD, _REPLICATE_ETA_CHANGE)))
 
     _in_threads(one, T)
     return law, summ, rec_stats, stats
@@ -761,7 +775,8 @@ def _evolve_all(table: MomentTable, p: np.ndarray, z: np.ndarray, h: float,
     K = table.replicates
     polys = [_Poly.of(table)]
     if K >= 2:
-        polys += [_Poly.of(table, table.replicate_a[r], table.replicate_b[r]) for r in range(K)]
+        polys += [_Poly.of(table, table.replicate_a[r], table.replicate_b[r], polys[0])
+                  for r in range(K)]
     law, summ, rec_stats, stats = _evolve(p, z, h, eta_std, ks_rec, polys, diffusion_scale,
                                           max_blocks)
     status = stats[:, 4]

@@ -211,14 +211,41 @@ def _weighted_batches(pool: np.ndarray, w: np.ndarray, batch: int, D: int, seed:
 # --------------------------------------------------------------------------- sums
 
 
+#: the largest ``|z|`` one step can reach: ``artanh(1 − 10⁻¹⁶)``
+_Z_LIM = math.atanh(_LIM)
+
+
 @njit(cache=True, nogil=True, error_model="numpy")
+def _z_after(rho, s, a1, eg, c2, num, den):  # pragma: no cover
+    """``z' = artanh ρ'`` of the update ``ρ' = num/den``, ``num = ρa₁ + s·e_g``, ``den =
+    √(a₁² + e_g² + c₂)`` (module docstring: ``a₁ = 1 + ηḡ_q``, ``e_g = ηḡ_e``, ``c₂ =
+    η²||ū||²``), as ``½ log((den + num)/(den − num))`` with the smaller factor from
+    ``den² − num² = (s·a₁ − ρ·e_g)² + c₂`` (no cancellation as ``|ρ'| → 1``: ``1 − |ρ'|`` keeps
+    its relative precision where ``artanh`` of the rounded ratio would lose it), within
+    ``±artanh(1 − 10⁻¹⁶)``; one logarithm, no ``artanh``."""
+    t = s * a1 - rho * eg
+    dm = t * t + c2
+    if num >= 0.0:
+        p = den + num
+        q = dm / p
+    else:
+        q = den - num
+        p = dm / q
+    if q > 0.0 and p > 0.0:
+        return min(max(0.5 * math.log(p / q), -_Z_LIM), _Z_LIM)
+    return math.atanh(min(max(num / den, -_LIM), _LIM))
+
+
+@njit(cache=True, nogil=True, error_model="numpy", fastmath={"contract"})
 def _jump_sums_kernel(rhos, gq, ge, u2, w, etas, riemannian, coord_z, ex, exq, q_on, shift, S
                       ):  # pragma: no cover
     """``S[r, j, :] +=`` the 24 weighted power sums of ``y = Δ − shift[r, j]`` and the two
     centred controls ``x = lin − ex[r, j]``, ``x' = q_on·(ηḡ_q − exq[r, j])`` over the draws
     ``i`` (weights ``w_i``): ``Σw·(1, y, y², y³, y⁴, x, x², xy, x', x'², x'y, xx')`` then the
     same with ``w²``. ``Δ = Δz`` with ``lin = ηḡ_e/s`` when ``coord_z``, else ``Δ = Δρ`` with
-    ``lin = ηsḡ_e``; ``ḡ_q = 0`` in the update when ``riemannian``."""
+    ``lin = ηsḡ_e``; ``ḡ_q = 0`` in the update when ``riemannian``. Fused multiply-adds
+    (``contract``; no reassociation: each sum in draw order): 58 → 48 ns a (node, draw,
+    step)."""
     n_r, n = gq.shape
     n_eta = etas.shape[0]
     for r in range(n_r):
@@ -238,13 +265,13 @@ def _jump_sums_kernel(rhos, gq, ge, u2, w, etas, riemannian, coord_z, ex, exq, q
                 a1 = 1.0 if riemannian else 1.0 + eq
                 eg = eta * ge[r, i]
                 num = rho * a1 + s * eg
-                den = math.sqrt(a1 * a1 + eg * eg + eta * eta * u2[r, i])
-                rp = min(max(num / den, -1.0), 1.0)
+                c2 = eta * eta * u2[r, i]
+                den = math.sqrt(a1 * a1 + eg * eg + c2)
                 if coord_z:
-                    y = math.atanh(min(max(rp, -_LIM), _LIM)) - z0 - sh
+                    y = _z_after(rho, s, a1, eg, c2, num, den) - z0 - sh
                     x = eg * inv_s - e0
                 else:
-                    y = rp - rho - sh
+                    y = min(max(num / den, -1.0), 1.0) - rho - sh
                     x = eg * s - e0
                 xq = q_on * (eq - q0)
                 wi = w[i]

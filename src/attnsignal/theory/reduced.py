@@ -48,10 +48,13 @@ draw serves every ``ρ`` and every step.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 import math
+import os
+import threading
 
 import numpy as np
 from numba import njit
@@ -305,95 +308,59 @@ _NM = 25
 _NUISANCE_COND = 1e-6
 
 
-@njit(cache=True, nogil=True)
-def _nuisance_moments(e, a, b, zeta, R, M):  # pragma: no cover
-    """The ρ-free sums over the nuisance tokens ``j ≥ R`` (``x = a_j``, ``y = b_j``,
-    ``z = ζ_j``, weights ``e = e_j``) into ``M`` (``_NM``,): ``Σe·(1, x, y, z, x², xy, y², xz,
-    yz, z²)``, ``Σe²·(1, x, y, z, x², xy, y², xz, yz, z²)``, ``Σe³·(1, x, y, z)``, ``Σe⁴``."""
-    # scalar accumulators (kept in registers; M is written once)
-    s0 = 0.0
-    sx = 0.0
-    sy = 0.0
-    sz = 0.0
-    sxx = 0.0
-    sxy = 0.0
-    syy = 0.0
-    sxz = 0.0
-    syz = 0.0
-    szz = 0.0
-    t0 = 0.0
-    tx = 0.0
-    ty = 0.0
-    tz = 0.0
-    txx = 0.0
-    txy = 0.0
-    tyy = 0.0
-    txz = 0.0
-    tyz = 0.0
-    tzz = 0.0
-    u0 = 0.0
-    ux = 0.0
-    uy = 0.0
-    uz = 0.0
-    v0 = 0.0
+@njit(cache=True, nogil=True, fastmath={"contract"})
+def _weighted_monomials(e, a, b, zeta, R, square, M, at):  # pragma: no cover
+    """``M[at:at + 10] = Σ_{j ≥ R} w_j·(1, x, y, z, x², xy, y², xz, yz, z²)`` with ``w = e``,
+    or ``e²`` when ``square`` (:func:`_nuisance_moments`)."""
+    s0 = sx = sy = sz = sxx = sxy = syy = sxz = syz = szz = 0.0
     for j in range(R, e.shape[0]):
         x = a[j]
         y = b[j]
         z = zeta[j]
-        w1 = e[j]
-        w2 = w1 * w1
-        w3 = w2 * w1
-        xx = x * x
-        xy = x * y
-        yy = y * y
-        xz = x * z
-        yz = y * z
-        zz = z * z
-        s0 += w1
-        sx += w1 * x
-        sy += w1 * y
-        sz += w1 * z
-        sxx += w1 * xx
-        sxy += w1 * xy
-        syy += w1 * yy
-        sxz += w1 * xz
-        syz += w1 * yz
-        szz += w1 * zz
-        t0 += w2
-        tx += w2 * x
-        ty += w2 * y
-        tz += w2 * z
-        txx += w2 * xx
-        txy += w2 * xy
-        tyy += w2 * yy
-        txz += w2 * xz
-        tyz += w2 * yz
-        tzz += w2 * zz
+        w = e[j] * e[j] if square else e[j]
+        s0 += w
+        sx += w * x
+        sy += w * y
+        sz += w * z
+        sxx += w * (x * x)
+        sxy += w * (x * y)
+        syy += w * (y * y)
+        sxz += w * (x * z)
+        syz += w * (y * z)
+        szz += w * (z * z)
+    M[at] = s0
+    M[at + 1] = sx
+    M[at + 2] = sy
+    M[at + 3] = sz
+    M[at + 4] = sxx
+    M[at + 5] = sxy
+    M[at + 6] = syy
+    M[at + 7] = sxz
+    M[at + 8] = syz
+    M[at + 9] = szz
+
+
+@njit(cache=True, nogil=True, fastmath={"contract"})
+def _nuisance_moments(e, a, b, zeta, R, M):  # pragma: no cover
+    """The ρ-free sums over the nuisance tokens ``j ≥ R`` (``x = a_j``, ``y = b_j``,
+    ``z = ζ_j``, weights ``e = e_j``) into ``M`` (``_NM``,): ``Σe·(1, x, y, z, x², xy, y², xz,
+    yz, z²)``, ``Σe²·(1, x, y, z, x², xy, y², xz, yz, z²)``, ``Σe³·(1, x, y, z)``, ``Σe⁴``.
+
+    One pass over the tokens per power of ``e`` (at most ten accumulators in a loop, which
+    stay in registers where twenty-five did not), each sum in token order, with fused
+    multiply-adds (``contract``: no reassociation, so the order is the one written): 4.9 →
+    3.5 µs a draw at ``L = 430``."""
+    _weighted_monomials(e, a, b, zeta, R, False, M, 0)
+    _weighted_monomials(e, a, b, zeta, R, True, M, 10)
+    u0 = ux = uy = uz = v0 = 0.0
+    for j in range(R, e.shape[0]):
+        w2 = e[j] * e[j]
+        w3 = w2 * e[j]
         u0 += w3
-        ux += w3 * x
-        uy += w3 * y
-        uz += w3 * z
+        ux += w3 * a[j]
+        uy += w3 * b[j]
+        uz += w3 * zeta[j]
         v0 += w2 * w2
-    M[0] = s0
-    M[1] = sx
-    M[2] = sy
-    M[3] = sz
-    M[4] = sxx
-    M[5] = sxy
-    M[6] = syy
-    M[7] = sxz
-    M[8] = syz
-    M[9] = szz
-    M[10] = t0
-    M[11] = tx
-    M[12] = ty
-    M[13] = tz
-    M[14] = txx
-    M[15] = txy
-    M[16] = tyy
-    M[17] = txz
-    M[18] = tyz
-    M[19] = tzz
     M[20] = u0
     M[21] = ux
     M[22] = uy
@@ -636,21 +603,47 @@ def _cuts(n: int) -> np.ndarray:
     return np.linspace(0, n, parts + 1).astype(np.int64)
 
 
+#: the persistent compute pools, one per (process, number of threads): :func:`_in_threads`
+#: runs hundreds of short parallel sections per call of the effective dynamics, and a pool
+#: made per section paid its threads' start and join each time
+_POOLS: dict[tuple[int, int], ThreadPoolExecutor] = {}
+_POOLS_LOCK = threading.Lock()
+_WORKER = threading.local()
+
+
+def _mark_worker() -> None:
+    _WORKER.inside = True
+
+
+def _compute_pool(workers: int) -> ThreadPoolExecutor:
+    """The process's pool of ``workers`` threads, made on first use (a forked child, whose
+    copy of its parent's pool has no threads, makes its own)."""
+    key = (os.getpid(), workers)
+    with _POOLS_LOCK:
+        pool = _POOLS.get(key)
+        if pool is None:
+            pool = ThreadPoolExecutor(max_workers=workers, initializer=_mark_worker,
+                                      thread_name_prefix="attnsignal-compute")
+            _POOLS[key] = pool
+        return pool
+
+
 def _in_threads(fn: Callable[[int], None], n: int) -> None:
-    """``fn(0), …, fn(n − 1)`` on up to ``compute_threads()`` threads (the compiled kernels
-    release the GIL); exceptions propagate."""
+    """``fn(0), …, fn(n − 1)`` on up to ``compute_threads()`` threads of a persistent pool
+    (the compiled kernels release the GIL); every call has finished when it returns, and the
+    first exception then propagates. Called from one of the pool's own threads, it runs the
+    calls there in turn (a worker that waited on its own pool could wait for ever)."""
     from ..engines.base import compute_threads
 
-    workers = max(1, min(n, compute_threads()))
-    if workers == 1:
+    threads = max(1, compute_threads())
+    if min(n, threads) == 1 or getattr(_WORKER, "inside", False):
         for i in range(n):
             fn(i)
         return
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        for f in [pool.submit(fn, i) for i in range(n)]:
-            f.result()
+    futures = [_compute_pool(threads).submit(fn, i) for i in range(n)]
+    wait(futures)
+    for f in futures:
+        f.result()
 
 
 def fused_pool(model: ModelConfig, rhos: np.ndarray, n: int, key: np.ndarray, first: int,
