@@ -29,6 +29,7 @@ printed at the end. Usage::
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import time
@@ -38,7 +39,7 @@ from pathlib import Path
 import numpy as np
 
 import attnsignal as asg
-from attnsignal.measure import compare_law
+from attnsignal.measure import bootstrap_counts, compare_law, law_columns
 from attnsignal.seeds import stream
 from attnsignal.theory.scaling import scaling_law
 
@@ -59,7 +60,10 @@ HORIZON, HORIZON_LONG, LONG_WORK = 3.0, 1.6, 5e9
 DOCS_BEGIN, DOCS_END = "<!-- scaling-table:begin -->", "<!-- scaling-table:end -->"
 
 
+@functools.lru_cache(maxsize=None)
 def _law(name: str, sign: str):
+    """The law of a configuration and sign, made once per process (its moments are cached
+    inside it)."""
     cfg = CONFIGS[name]
     m = asg.ModelConfig(signal_sign=sign, **cfg["model"])
     return scaling_law(m, target=cfg["target"], c=cfg["c"][sign], path=cfg["path"],
@@ -82,15 +86,17 @@ def _runs_at(spec: str, default: int) -> dict:
     return out
 
 
+def row_key(r: dict) -> tuple:
+    """The point a row measures: ``(kind, config, sign, d)``, and for a row of kind "hits"
+    (whose seeds pool) also its base seed."""
+    key = (r["kind"], r["config"], r["sign"], r["d"])
+    return key + ((r["seed"][0],) if r["kind"] == "hits" else ())
+
+
 def _done(out: Path) -> set:
     if not out.exists():
         return set()
-    keys = set()
-    for line in out.read_text().splitlines():
-        r = json.loads(line)
-        key = (r["kind"], r["config"], r["sign"], r["d"])
-        keys.add(key + ((r["seed"][0],) if r["kind"] == "hits" else ()))
-    return keys
+    return {row_key(json.loads(line)) for line in out.read_text().splitlines()}
 
 
 def _append(out: Path, row: dict) -> None:
@@ -134,23 +140,8 @@ def escape(name: str, sign: str, law, d: int, runs: int, steps: int, base: int) 
            "hits": [float(x) for x in ms.hits], "reached": ms.reached,
            "measured": float(ms.samples), "measured_lo": ms.interval[0],
            "measured_hi": ms.interval[1]}
-    row.update(_law_columns(law, d, ms.horizon), seconds=time.perf_counter() - t0)
+    row.update(law_columns(law, d, ms.horizon), seconds=time.perf_counter() - t0)
     return row
-
-
-def _law_columns(law, d: int, horizon: float) -> dict:
-    """The law's hitting-time columns at ``d`` through ``horizon`` steps
-    (:meth:`~attnsignal.theory.escape.HittingLaw.hit_moments`)."""
-    hl = law.law(d)
-    q25, q75 = hl.hitting_quantile([0.25, 0.75])
-    hm = hl.hit_moments(horizon)
-    return {"predicted": hl.samples, "predicted_error": law.samples_error(d),
-            "hit_mean_predicted": hl.hit_mean, "hit_sd_predicted": hl.hit_sd,
-            "iqr_predicted": float(q75 - q25), "horizon_steps": int(horizon),
-            "reached_predicted": hm.reached, "hit_mean_conditional": hm.mean,
-            "hit_sd_conditional": hm.sd, "hit_sd_kurtosis": hm.kurtosis,
-            "restricted_mean_predicted": hm.restricted_mean,
-            "restricted_sd_predicted": hm.restricted_sd, "law_method": law.law_method(d)}
 
 
 def critical(name: str, sign: str, law, d: int, runs: int, base: int,
@@ -243,8 +234,7 @@ def read_rows(files: list[Path]) -> list[dict]:
             r = json.loads(x)
             if r["kind"] == "critical" and "sides" not in r:
                 continue  # an earlier format without the per-branch comparison
-            key = (r["kind"], r["config"], r["sign"], r["d"])
-            by_key[key + ((str(r["seed"]),) if r["kind"] == "hits" else ())] = r
+            by_key[row_key(r)] = r
     return list(by_key.values())
 
 
@@ -277,26 +267,29 @@ def restricted_from_moments(r: dict, H: int) -> tuple[float, float]:
 
 
 def repredict(files: list[Path], out: Path) -> None:
-    """Every row of ``files`` into ``out``, the samples rows' law columns recomputed with the
-    current law (its defaults: ``method="auto"``) and the law's columns as measured kept under
-    ``*_before``, with the expansion's samples (``predicted_expansion``) and the method the law
-    picked (``law_method``). The measurements are unchanged."""
+    """Every row of ``files`` into ``out``, the law's columns recomputed with the current law
+    and its defaults (``method="auto"``; the measurements are unchanged): the samples rows'
+    with the law's columns as measured kept under ``*_before``, the expansion's samples
+    (``predicted_expansion``) and the method the law picked (``law_method``); the hits rows'
+    at their horizon; the critical rows' ``c_law`` per branch (``c_critical_at(d, side)``:
+    "auto", four times the law's draws) and ``c_law_expansion``, with the value the chain's
+    grid of ``c`` was centred on kept as ``c_law_recorded``."""
     from dataclasses import replace
 
-    laws: dict = {}
     rows = read_rows(files)
     with out.open("w") as f:
         for r in rows:
+            law, d = _law(r["config"], r["sign"]), int(r["d"])
             if r["kind"] == "hits":
-                key = (r["config"], r["sign"])
-                if key not in laws:
-                    laws[key] = _law(*key)
-                r.update(_law_columns(laws[key], int(r["d"]), horizon_steps(r)))
+                r.update(law_columns(law, d, horizon_steps(r)))
+            if r["kind"] == "critical":
+                for side, v in r["sides"].items():
+                    v.setdefault("c_law_recorded", v["c_law"])
+                    v.update(c_law=law.c_critical_at(d, int(side)),
+                             c_law_expansion=law.c_critical_at(d, int(side), method="expansion"))
+                    print(r["config"], r["sign"], d, side, v["c_law_recorded"], v["c_law"],
+                          flush=True)
             if r["kind"] == "samples":
-                key = (r["config"], r["sign"])
-                if key not in laws:
-                    laws[key] = _law(*key)
-                law, d = laws[key], int(r["d"])
                 for k in LAW_KEYS:
                     r[k + "_before"] = _get(r, k, {"hit_mean_predicted": "hit_mean_pred",
                                                    "hit_sd_predicted": "hit_sd_pred",
@@ -305,7 +298,7 @@ def repredict(files: list[Path], out: Path) -> None:
                 r.setdefault("predicted_measured", r["predicted_before"])
                 if "restricted_mean" not in r and math.isfinite(r.get("measured", math.nan)):
                     r["restricted_mean"], r["restricted_sd"] = restricted_from_moments(r, H)
-                r.update(_law_columns(law, d, H),  # LAW_KEYS among them
+                r.update(law_columns(law, d, H),  # LAW_KEYS among them
                          predicted_expansion=replace(law, method="expansion",
                                                      _laws={}).samples(d))
                 print(r["config"], r["sign"], d, r["law_method"], r["predicted_before"],
@@ -332,10 +325,8 @@ def hit_rows(rows: list[dict]) -> list[dict]:
         H = ref["horizon_steps"]
         hits = np.concatenate([np.asarray(r["hits"], dtype=np.float64) for r in rs])
         hits = np.where(hits <= H, hits, np.nan)
-        rng = np.random.default_rng(stream(0, "hit_table", name, sign, d))
-        counts = np.zeros((2000, hits.size))
-        np.add.at(counts, (np.arange(2000)[:, None], rng.integers(0, hits.size, (2000, hits.size))),
-                  1.0)
+        _, counts = bootstrap_counts(np.random.default_rng(stream(0, "hit_table", name, sign, d)),
+                                     2000, hits.size)
         st = hit_statistics(hits, H, counts)
         row = {k: v for k, v in ref.items() if k not in ("hits", "seed")}
         row.update(source="hits", runs=int(hits.size), reached=float(np.isfinite(hits).mean()),
@@ -492,16 +483,13 @@ def main() -> None:
     if not a.table_only:
         done = _done(out)
         dims = [] if a.critical_only or a.escape else [int(float(x)) for x in a.dims.split(",")]
-        laws = {}
         for d in dims:  # the cheap dimensions of every configuration first
             for name in a.configs.split(","):
                 for sign in a.signs.split(","):
                     if ("samples", name, sign, d) in done:
                         continue
-                    if (name, sign) not in laws:
-                        laws[name, sign] = _law(name, sign)
                     runs = _runs_at(a.runs_at, a.runs).get(d, a.runs)
-                    row = point(name, sign, laws[name, sign], d, runs, a.seed, a.horizon)
+                    row = point(name, sign, _law(name, sign), d, runs, a.seed, a.horizon)
                     _append(out, row)
                     print(json.dumps(row), flush=True)
         for spec in filter(None, a.escape.split(",")):
@@ -509,18 +497,14 @@ def main() -> None:
             d = int(float(d))
             if ("hits", name, sign, d, a.seed) in done:
                 continue
-            if (name, sign) not in laws:
-                laws[name, sign] = _law(name, sign)
-            row = escape(name, sign, laws[name, sign], d, int(runs), int(float(steps)), a.seed)
+            row = escape(name, sign, _law(name, sign), d, int(runs), int(float(steps)), a.seed)
             _append(out, row)
             print(json.dumps({k: v for k, v in row.items() if k != "hits"}), flush=True)
         for spec in filter(None, a.critical.split(",")):
             name, sign, d = spec.split(":")
             if ("critical", name, sign, int(float(d))) in done:
                 continue
-            if (name, sign) not in laws:
-                laws[name, sign] = _law(name, sign)
-            row = critical(name, sign, laws[name, sign], int(float(d)), a.critical_runs,
+            row = critical(name, sign, _law(name, sign), int(float(d)), a.critical_runs,
                            a.seed, a.critical_min_steps, a.critical_draws)
             _append(out, row)
             print(json.dumps(row), flush=True)

@@ -41,7 +41,8 @@ from .schedules import Schedule
 from .validation import Instance, Integer, OneOf, Real, validated
 from .seeds import SEED, stream
 
-__all__ = ["SampleMeasurement", "measure_samples", "compare_law", "hit_statistics"]
+__all__ = ["SampleMeasurement", "measure_samples", "compare_law", "hit_statistics",
+           "bootstrap_counts", "law_columns"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -123,10 +124,8 @@ def measure_samples(model: ModelConfig, step: Schedule, target: float, *, steps:
     mean = np.nanmean(A, axis=0)
     hits = _first_at_or_above(A, ks, target)
     first = _first_at_or_above(mean[None, :], ks, target)[0]
-    rng = np.random.default_rng(stream(seed, "bootstrap"))
-    idx = rng.integers(0, runs, (n_boot, runs))  # the resamples of the runs
-    counts = np.zeros((n_boot, runs))
-    np.add.at(counts, (np.arange(n_boot)[:, None], idx), 1.0)
+    idx, counts = bootstrap_counts(np.random.default_rng(stream(seed, "bootstrap")), n_boot,
+                                   runs)
     finite = np.where(np.isfinite(A), A, 0.0)
     boot_curves = counts @ finite / runs
     boot = _first_at_or_above(boot_curves, ks, target)
@@ -153,6 +152,18 @@ def measure_samples(model: ModelConfig, step: Schedule, target: float, *, steps:
         reached=float(reached.mean()), steps=ks, mean_abs=mean, hits=hits, hit_quantiles=qs,
         iqr=iqr, iqr_interval=iqr_ci, level=float(level), result=res, horizon=horizon,
         **moments)
+
+
+def bootstrap_counts(rng: np.random.Generator, n_boot: int, runs: int
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """``n_boot`` resamples of ``runs`` runs with replacement, drawn from ``rng``: the drawn
+    indices ``idx`` (``(n_boot, runs)``, one ``rng.integers(0, runs, (n_boot, runs))`` call)
+    and ``counts`` (``(n_boot, runs)``, float: how often each run is drawn), the form in
+    which a resample's mean of per-run values ``x`` is ``counts @ x / runs``."""
+    idx = rng.integers(0, runs, (n_boot, runs))
+    counts = np.zeros((n_boot, runs))
+    np.add.at(counts, (np.arange(n_boot)[:, None], idx), 1.0)
+    return idx, counts
 
 
 def hit_statistics(hits: np.ndarray, horizon: float, counts: np.ndarray, level: float = 0.95
@@ -224,24 +235,13 @@ def compare_law(law: Any, dims: Sequence[int], *, runs: int,
     censored simulation does not estimate them."""
     rows = []
     for d in dims:
-        hl = law.law(int(d))
         m = law.model_at(int(d))
-        pred = hl.samples
-        q25, q75 = hl.hitting_quantile([0.25, 0.75])
+        pred = law.law(int(d)).samples
         H = int(math.ceil(horizon * pred)) + 10 if math.isfinite(pred) else 0
-        hm = hl.hit_moments(H) if H > 0 else None
         row = {"sign": m.signal_sign, "d": int(d), "n_informative": m.n_informative,
                "n_nuisance": m.n_nuisance, "L": m.n_tokens, "c": law.c,
-               "eta": float(law.step_size(int(d))), "tau": law.tau(int(d)), "predicted": pred,
-               "predicted_error": law.samples_error(int(d)), "hit_mean_predicted": hl.hit_mean,
-               "hit_sd_predicted": hl.hit_sd, "iqr_predicted": float(q75 - q25),
-               "law_method": law.law_method(int(d)), "horizon_steps": H,
-               "reached_predicted": hm.reached if hm else math.nan,
-               "hit_mean_conditional": hm.mean if hm else math.nan,
-               "hit_sd_conditional": hm.sd if hm else math.nan,
-               "hit_sd_kurtosis": hm.kurtosis if hm else math.nan,
-               "restricted_mean_predicted": hm.restricted_mean if hm else math.nan,
-               "restricted_sd_predicted": hm.restricted_sd if hm else math.nan,
+               "eta": float(law.step_size(int(d))), "tau": law.tau(int(d)),
+               **law_columns(law, int(d), H),
                "measured": math.nan, "measured_lo": math.nan, "measured_hi": math.nan,
                "hit_mean": math.nan, "hit_sd": math.nan, "iqr": math.nan, "iqr_lo": math.nan,
                "iqr_hi": math.nan, "reached": math.nan, "runs": 0,
@@ -263,3 +263,28 @@ def compare_law(law: Any, dims: Sequence[int], *, runs: int,
                        restricted_sd_hi=ms.restricted_sd_interval[1])
         rows.append(row)
     return rows
+
+
+def law_columns(law: Any, d: int, horizon_steps: int) -> dict[str, Any]:
+    """The law's columns of a :func:`compare_law` row at ``d``: the prediction
+    (``predicted``, its Monte-Carlo error ``predicted_error``, ``law_method``), the hitting
+    step with no horizon (``hit_mean_predicted``, ``hit_sd_predicted``, ``iqr_predicted``) and
+    through ``H = horizon_steps`` steps (``horizon_steps``, and
+    :meth:`~attnsignal.theory.escape.HittingLaw.hit_moments` ``(H)`` as
+    ``reached_predicted``, ``hit_mean_conditional``, ``hit_sd_conditional``,
+    ``hit_sd_kurtosis``, ``restricted_mean_predicted``, ``restricted_sd_predicted``; NaN with
+    ``H = 0``: nothing simulated). ``law`` is a
+    :class:`~attnsignal.theory.scaling.ScalingLaw`."""
+    hl = law.law(int(d))
+    q25, q75 = hl.hitting_quantile([0.25, 0.75])
+    H = int(horizon_steps)
+    hm = hl.hit_moments(H) if H > 0 else None
+    return {"predicted": hl.samples, "predicted_error": law.samples_error(int(d)),
+            "hit_mean_predicted": hl.hit_mean, "hit_sd_predicted": hl.hit_sd,
+            "iqr_predicted": float(q75 - q25), "law_method": law.law_method(int(d)),
+            "horizon_steps": H, "reached_predicted": hm.reached if hm else math.nan,
+            "hit_mean_conditional": hm.mean if hm else math.nan,
+            "hit_sd_conditional": hm.sd if hm else math.nan,
+            "hit_sd_kurtosis": hm.kurtosis if hm else math.nan,
+            "restricted_mean_predicted": hm.restricted_mean if hm else math.nan,
+            "restricted_sd_predicted": hm.restricted_sd if hm else math.nan}

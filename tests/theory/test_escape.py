@@ -15,7 +15,8 @@ import math
 import numpy as np
 import pytest
 
-from attnsignal.theory.escape import hitting_law, settled_mean, start_density, stationary_shift
+from attnsignal.theory.escape import (_weighted_moments, hitting_law, settled_mean, start_density,
+                                      stationary_shift)
 
 
 def _simulate(g, v, d, X, n, seed, k_max):
@@ -215,3 +216,24 @@ def test_hit_moments_through_a_horizon_match_a_literal_escape():
     assert full.restricted_mean == pytest.approx(full.mean)
     with pytest.raises(ValueError, match="horizon"):
         law.hit_moments(0.0)
+
+
+def test_weighted_moments_are_the_literal_weighted_moments():
+    """The law's moments over its nodes (``_weighted_moments``, shared by ``hitting_law``'s
+    ``hit_mean``, ``hit_sd`` and ``hit_moments``) against numpy's weighted averages of the same
+    values (1e-12), with unnormalised weights, and NaN moments for a zero mass; and the law's
+    unconditional moments two ways: ``hit_moments()`` with no horizon is ``hit_mean``,
+    ``hit_sd`` to rounding."""
+    rng = np.random.default_rng(4)
+    t, w = rng.gamma(2.0, 300.0, 500), 3.0 * rng.random(500)
+    mass, mean, c2, c4 = _weighted_moments(t, w)
+    mu = np.average(t, weights=w)
+    assert mass == pytest.approx(w.sum(), rel=1e-12) and mean == pytest.approx(mu, rel=1e-12)
+    assert c2 == pytest.approx(np.average((t - mu) ** 2, weights=w), rel=1e-12)
+    assert c4 == pytest.approx(np.average((t - mu) ** 4, weights=w), rel=1e-12)
+    assert all(math.isnan(x) for x in _weighted_moments(t[:0], w[:0])[1:])
+    law = hitting_law(lambda x: 1e-3 * np.asarray(x), lambda x: np.full(np.shape(x), 2e-6),
+                      1000, 0.5, modified=False)
+    full = law.hit_moments()
+    assert full.mean == pytest.approx(law.hit_mean, rel=1e-12)
+    assert full.sd == pytest.approx(law.hit_sd, rel=1e-12)

@@ -201,14 +201,13 @@ def test_censored_hit_statistics_match_exponential_closed_forms():
     of ``T`` given ``T <= H``, ``restricted_*`` those of ``min(T, H)`` — closed forms below.
     8 000 runs: standard errors under 0.9 %; tolerance 3 %. The bootstrap intervals (200
     resamples) contain the truth and their half-widths are 1.96 standard errors within 25 %."""
-    from attnsignal.measure import hit_statistics
+    from attnsignal.measure import bootstrap_counts, hit_statistics
 
     mu, H, n = 1000.0, 1500.0, 8000
     rng = np.random.default_rng(3)
     t = rng.exponential(mu, n)
     hits = np.where(t <= H, t, np.nan)
-    counts = np.zeros((200, n))
-    np.add.at(counts, (np.arange(200)[:, None], rng.integers(0, n, (200, n))), 1.0)
+    _, counts = bootstrap_counts(rng, 200, n)
     s = hit_statistics(hits, H, counts)
     e, h = math.exp(-H / mu), H / mu
     p = 1 - e
@@ -226,6 +225,69 @@ def test_censored_hit_statistics_match_exponential_closed_forms():
     se = truth["restricted_sd"] / math.sqrt(n)
     lo, hi = s["restricted_mean_interval"]
     assert 0.5 * (hi - lo) == pytest.approx(1.96 * se, rel=0.25)
+
+
+def test_bootstrap_counts_count_the_resampled_runs():
+    """``bootstrap_counts``: the resamples are one ``integers(0, runs, (n_boot, runs))`` draw of
+    the generator, and each row of the counts is how often each run is drawn in that resample
+    (so ``counts @ x / runs`` is the resample's mean of ``x``)."""
+    from attnsignal.measure import bootstrap_counts
+
+    idx, counts = bootstrap_counts(np.random.default_rng(9), 300, 17)
+    assert np.array_equal(idx, np.random.default_rng(9).integers(0, 17, (300, 17)))
+    assert np.array_equal(counts, [np.bincount(row, minlength=17) for row in idx])
+    x = np.arange(17.0) ** 2
+    assert np.allclose(counts @ x / 17, x[idx].mean(axis=1), rtol=1e-14)
+
+
+def test_law_columns_are_the_law_through_the_horizon(slice_laws):
+    """``law_columns`` (the law's columns of a ``compare_law`` row and of the benchmark's rows):
+    the prediction and the hitting-time law with no horizon, and ``hit_moments(H)`` through
+    ``H``; NaN through ``H = 0`` (nothing simulated); a ``compare_law`` row with no runs has
+    exactly these columns at its own horizon."""
+    from attnsignal.measure import compare_law, law_columns
+
+    law = slice_laws["random"]
+    hl, H = law.law(100), 900
+    cols = law_columns(law, 100, H)
+    hm = hl.hit_moments(H)
+    assert (cols["predicted"], cols["hit_mean_predicted"], cols["hit_sd_predicted"]) == (
+        hl.samples, hl.hit_mean, hl.hit_sd)
+    assert (cols["horizon_steps"], cols["reached_predicted"], cols["hit_mean_conditional"],
+            cols["hit_sd_conditional"], cols["hit_sd_kurtosis"],
+            cols["restricted_mean_predicted"], cols["restricted_sd_predicted"]) == (
+        H, hm.reached, hm.mean, hm.sd, hm.kurtosis, hm.restricted_mean, hm.restricted_sd)
+    assert cols["predicted_error"] == law.samples_error(100)
+    assert math.isnan(law_columns(law, 100, 0)["hit_mean_conditional"])
+    row = compare_law(law, [100], runs=0)[0]
+    assert {k: row[k] for k in cols} == law_columns(law, 100, row["horizon_steps"])
+
+
+def test_benchmark_rows_key_by_point_and_hit_rows_by_seed(tmp_path):
+    """``benchmarks/scaling_law.py``: a row's point is ``(kind, config, sign, d)``, and rows
+    of kind "hits" of the same point with other base seeds are other points (they pool in
+    the hitting-time table); a point read again from a later file replaces the earlier row,
+    and the resume set of an output file is the rows' keys."""
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).parents[2] / "benchmarks" / "scaling_law.py"
+    spec = importlib.util.spec_from_file_location("scaling_law_bench", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    a = {"kind": "samples", "config": "B", "sign": "fixed", "d": 100, "runs": 64}
+    h13 = {"kind": "hits", "config": "B", "sign": "random", "d": 10_000,
+           "seed": [13, "scaling_law", "escapeB", 10_000]}
+    h14 = dict(h13, seed=[14, "scaling_law", "escapeB", 10_000])
+    assert bench.row_key(a) == ("samples", "B", "fixed", 100)
+    assert bench.row_key(h13) == ("hits", "B", "random", 10_000, 13) != bench.row_key(h14)
+    f1, f2 = tmp_path / "1.jsonl", tmp_path / "2.jsonl"
+    f1.write_text("".join(json.dumps(r) + "\n" for r in (a, h13, h14)))
+    f2.write_text(json.dumps(dict(a, runs=256)) + "\n")
+    rows = bench.read_rows([f1, f2])
+    assert len(rows) == 3 and [r["runs"] for r in rows if r["kind"] == "samples"] == [256]
+    assert bench._done(f1) == {bench.row_key(r) for r in (a, h13, h14)}
 
 
 def test_critical_c_brackets_the_chain(slice_laws, chain_simulate):

@@ -251,23 +251,14 @@ class HittingLaw:
             raise ValueError(f"horizon must be > 0, got {horizon!r}")
         t, w = self._hit, self._weights / self._weights.sum()
         ok = t <= H
-        frac = float(w[ok].sum())
-        if frac > 0:
-            wc = w[ok] / frac
-            mean = float(wc @ t[ok])
-            c2 = float(wc @ (t[ok] - mean) ** 2)
-            c4 = float(wc @ (t[ok] - mean) ** 4)
-            sd = math.sqrt(max(c2, 0.0))
-            kurt = c4 / (c2 * c2) - 3.0 if c2 > 0 else math.nan
-        else:
-            mean = sd = kurt = math.nan
+        frac, mean, c2, c4 = _weighted_moments(t[ok], w[ok])
+        kurt = c4 / (c2 * c2) - 3.0 if c2 > 0 else math.nan
         if math.isinf(H) and frac < 1.0:
             rmean = rsd = math.inf
         else:
-            tc = np.minimum(t, H)
-            rmean = float(w @ tc)
-            rsd = math.sqrt(max(float(w @ (tc - rmean) ** 2), 0.0))
-        return HitMoments(H, frac, mean, sd, kurt, rmean, rsd)
+            _, rmean, rc2, _ = _weighted_moments(np.minimum(t, H), w)
+            rsd = math.sqrt(max(rc2, 0.0))
+        return HitMoments(H, frac, mean, math.sqrt(max(c2, 0.0)), kurt, rmean, rsd)
 
     def hitting_quantile(self, p: np.ndarray) -> np.ndarray:
         """Quantiles of the hitting step over all runs (``inf`` beyond ``hit_fraction``)."""
@@ -389,6 +380,18 @@ def _start_nodes(d: int, veq_of: Fn, roots: np.ndarray, stable: np.ndarray
     return x, w / w.sum()
 
 
+def _weighted_moments(t: np.ndarray, w: np.ndarray) -> tuple[float, float, float, float]:
+    """The mass ``Σw``, mean ``Σ w t / Σw`` and central second and fourth moments
+    ``Σ w (t − mean)^k / Σw`` of the values ``t`` under the weights ``w`` (not normalised):
+    the law's moments of the hitting step over its nodes (NaN moments where the mass is 0)."""
+    mass = float(w.sum())
+    if not mass > 0:
+        return mass, math.nan, math.nan, math.nan
+    mean = float(w @ t / mass)
+    dev = t - mean
+    return mass, mean, float(w @ dev ** 2 / mass), float(w @ dev ** 4 / mass)
+
+
 def hitting_law(g: Fn, v: Fn, d: int, target: float, *, modified: bool = True) -> HittingLaw:
     """The law of the runs of a chain with per-step mean ``g`` and variance ``v`` (vectorised
     callables on ``[−1, 1]``) from a uniform start on ``S^{d−1}``, for the level
@@ -440,12 +443,8 @@ def hitting_law(g: Fn, v: Fn, d: int, target: float, *, modified: bool = True) -
             hit[sel] = np.where(before, t, 0.0)
     mean_limit = float(ws @ np.abs(_shifted(settle, roots, stable, gh, v)))
     reached = np.isfinite(hit)
-    frac = float(ws[reached].sum())
-    if frac > 0:
-        hm = float(ws[reached] @ hit[reached] / frac)
-        hs = float(math.sqrt(max(ws[reached] @ (hit[reached] - hm) ** 2 / frac, 0.0)))
-    else:
-        hm = hs = float("nan")
+    frac, hm, c2, _ = _weighted_moments(hit[reached], ws[reached])
+    hs = math.sqrt(max(c2, 0.0))
     law = HittingLaw(target, roots, stable, mean_limit, float("inf"), frac, hm, hs, None,
                      xs, ws, which, th0, hit, intervals)
     samples = _first_crossing(law, target) if mean_limit >= target else float("inf")
