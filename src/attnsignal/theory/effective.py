@@ -111,7 +111,7 @@ __all__ = ["BlockBudgetExceeded", "Diagnostic", "EffectiveDynamics",
            "moment_table", "one_step_moments", "schedule_etas", "record_schedule",
            "check_pool_memory", "z_max", "within_tolerance", "approximation_errors",
            "discreteness_errors", "check_effective_model", "check_grid_step", "MAX_D",
-           "MAX_NODE_BLOCKS", "pooled_law", "visited_nodes"]
+           "MAX_NODE_BLOCKS", "pooled_law", "visited_nodes", "last_pass_warnings"]
 
 _BLOCK_SD = 0.05          # largest spread of a block from a node that carries mass (in z)
 #: the replicate tables' blocks and sub-blocks (:func:`_evolve`), twice and five times the
