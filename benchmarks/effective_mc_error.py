@@ -38,7 +38,7 @@ import warnings
 import numpy as np
 
 import attnsignal as asg
-from attnsignal.theory.effective import _MC_SHARE, effective_dynamics
+from attnsignal.theory.effective import _MC_SHARE, DEFAULT_TOLERANCE, effective_dynamics
 
 #: the quantile levels of ``|ρ|`` whose reported error is measured too
 _LEVELS = [0.1, 0.9]
@@ -78,6 +78,15 @@ def measure(name: str, n: int, seeds: int, replicates: int, first: int = 1000
             "reps": np.array(reps), "q": np.array(q), "qse": np.array(qse)}
 
 
+def _worst_and_live(actual: np.ndarray, reported: np.ndarray
+                    ) -> tuple[int, np.ndarray]:
+    """The record whose actual spread is largest, and the per-record ratio reported / actual
+    over the records whose actual spread is a fifth of that or more."""
+    i = int(np.argmax(actual))
+    live = actual >= 0.2 * actual[i]
+    return i, reported[live] / actual[live]
+
+
 def quantile_ratios(r: dict[str, np.ndarray]) -> list[tuple[float, float, float]]:
     """Per level of :data:`_LEVELS`: ``(actual at the worst record, reported / actual there,
     median reported / actual over the records whose actual spread is a fifth of the
@@ -86,10 +95,8 @@ def quantile_ratios(r: dict[str, np.ndarray]) -> list[tuple[float, float, float]
     for i in range(len(_LEVELS)):
         actual = r["q"][:, i].std(axis=0, ddof=1)
         reported = np.sqrt(np.mean(r["qse"][:, i] ** 2, axis=0))
-        j = int(np.argmax(actual))
-        live = actual >= 0.2 * actual[j]
-        out.append((float(actual[j]), float(reported[j] / actual[j]),
-                    float(np.median(reported[live] / actual[live]))))
+        j, ratio = _worst_and_live(actual, reported)
+        out.append((float(actual[j]), float(reported[j] / actual[j]), float(np.median(ratio))))
     return out
 
 
@@ -98,9 +105,7 @@ def summarise(r: dict[str, np.ndarray]) -> tuple[float, float, float, float, flo
     low, high of the per-record ratio)``."""
     actual = r["pred"].std(axis=0, ddof=1)
     reported = np.sqrt(np.mean(r["se"] ** 2, axis=0))
-    i = int(np.argmax(actual))
-    live = actual >= 0.2 * actual[i]
-    ratio = reported[live] / actual[live]
+    i, ratio = _worst_and_live(actual, reported)
     return (float(actual[i]), float(reported[i]), float(r["top"].mean() / actual.max()),
             float(np.median(ratio)), float(ratio.min()), float(ratio.max()))
 
@@ -125,8 +130,8 @@ def main() -> None:
             rep = np.array([ed.diagnostic.stderr for ed in eds])
             approx = np.array([ed.diagnostic.approximation_error for ed in eds])
             cpu = [ed.timings["total_s"] for ed in eds]
-            allowed = _MC_SHARE * 0.01 / 1.96
-            print(f"{name}: tolerance 0.01, {args.seeds} seeds: draws {min(draws):,}–"
+            allowed = _MC_SHARE * DEFAULT_TOLERANCE / 1.96
+            print(f"{name}: tolerance {DEFAULT_TOLERANCE:g}, {args.seeds} seeds: draws {min(draws):,}–"
                   f"{max(draws):,} (median {int(np.median(draws)):,}); actual spread (largest "
                   f"over the records) {pred.std(axis=0, ddof=1).max():.4f} against the "
                   f"allowed {allowed:.4f}; reported SE median {np.median(rep):.4f} "

@@ -84,8 +84,8 @@ from ..schedules import TabulatedStep, tabulated_eta
 from ..validation import Boolean, Integer, Optional, Real, validated
 from ._checks import BATCH, MODEL, RHO0, SEED, TARGET, UPDATE
 from .moments import refine_table
-from .effective import (BlockBudgetExceeded, EffectiveDynamics, MomentTable, _z_max,
-                        check_effective_model, effective_dynamics, last_pass_warnings,
+from .effective import (DEFAULT_TOLERANCE, BlockBudgetExceeded, EffectiveDynamics, MomentTable,
+                        _z_max, check_effective_model, effective_dynamics, last_pass_warnings,
                         moment_table, pooled_law, visited_nodes, within_tolerance)
 from .finite_step import second_order_coefficient
 from .landscape import landscape
@@ -216,7 +216,7 @@ def advise_schedule(model: ModelConfig, target: float, *, batch: int = 1,
                     update: str = "projected", initial_alignment: float | None = None,
                     n_samples: int = 4000, seed: int = 0, tune: bool = True,
                     search: int = _SEARCH, max_evaluations: int = 40,
-                    max_blocks: int | None = 200_000, tolerance: float | None = 0.01,
+                    max_blocks: int | None = 200_000, tolerance: float | None = DEFAULT_TOLERANCE,
                     progress: Callable[[int, int], None] | None = None) -> Advice:
     """Advise a step-size schedule that brings the mean ``|ρ|`` to ``target`` in the fewest
     samples (module docstring).

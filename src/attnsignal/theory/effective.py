@@ -111,7 +111,8 @@ __all__ = ["BlockBudgetExceeded", "Diagnostic", "EffectiveDynamics",
            "moment_table", "one_step_moments", "schedule_etas", "record_schedule",
            "check_pool_memory", "z_max", "within_tolerance", "approximation_errors",
            "discreteness_errors", "check_effective_model", "check_grid_step", "MAX_D",
-           "MAX_NODE_BLOCKS", "pooled_law", "visited_nodes", "last_pass_warnings"]
+           "MAX_NODE_BLOCKS", "pooled_law", "visited_nodes", "last_pass_warnings",
+           "DEFAULT_TOLERANCE"]
 
 _BLOCK_SD = 0.05          # largest spread of a block from a node that carries mass (in z)
 #: the replicate tables' blocks and sub-blocks (:func:`_evolve`), twice and five times the
@@ -142,6 +143,9 @@ _FINEST = 4.0
 MAX_DIFFUSION_SCALE = 100.0
 #: the share of the tolerance the Monte-Carlo error may take before more draws are made
 _MC_SHARE = 0.5
+#: the error in the mean |ρ| that :func:`effective_dynamics` and the schedule advisor accept by
+#: default before they warn (their ``tolerance``)
+DEFAULT_TOLERANCE = 0.01
 #: the share of single-step blocks above which the step's discreteness is evaluated
 #: (:func:`discreteness_errors`, one more evolution of the pooled table)
 _SINGLE_SHARE = 0.1
@@ -1268,7 +1272,7 @@ def effective_dynamics(model: ModelConfig, step: Any, *, steps: int,
                        rtol: float | None = DEFAULT_RTOL,
                        max_samples: int | None = None,
                        replicates: int = 8,
-                       tolerance: float | None = 0.01,
+                       tolerance: float | None = DEFAULT_TOLERANCE,
                        strict: bool = False) -> EffectiveDynamics:
     """The law of the alignment ``ρ_k`` of SGA at finite step and dimension (module docstring).
 
