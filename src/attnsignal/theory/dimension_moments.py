@@ -296,8 +296,8 @@ def dimension_moments(model: ModelConfig, rho: Any, *, n_samples: int = 4000,
     The coefficients are unbiased; their Monte-Carlo covariance is returned for standard
     errors. ``model.d`` is not used, neither in the coefficients nor in the draws: the same seed
     gives the same coefficients, bit for bit, at every ``d`` (any ``d >= 3`` is then available);
-    ``model.noise_std`` is absorbed (standardised units). Raises ``ConfigError`` for bad input or work that cannot
-    finish.
+    ``model.noise_std`` is absorbed (standardised units). Raises ``ConfigError`` for bad input
+    or work that cannot finish.
     """
     r = np.atleast_1d(np.asarray(rho, dtype=np.float64)).ravel()
     std = model.standardized()

@@ -58,8 +58,8 @@ few steps. The prediction's errors, and how :class:`Diagnostic` estimates each:
 * Monte-Carlo: the draws behind the moments are split into ``K`` disjoint groups whose tables
   are evolved separately (on blocks twice as wide as the pooled table's: a discretisation
   error common to them does not enter their spread); the spread of the ``K`` predictions
-  gives the standard error of the pooled prediction (``mean_abs_stderr``, :meth:`EffectiveDynamics.quantile_stderr`; measured
-  against the spread over independent moment seeds in ``docs/effective-dynamics.md``), and
+  gives the standard error of the pooled prediction (``mean_abs_stderr``,
+  :meth:`EffectiveDynamics.quantile_stderr`; measured against the spread over independent moment seeds in ``docs/effective-dynamics.md``), and
   :func:`within_tolerance` adds draws while ``t₀.₉₇₅,K−1`` times it exceeds half the
   tolerance;
 * the diffusion approximation: the third and fourth cumulants it drops, estimated from the
@@ -748,9 +748,11 @@ def _evolve(p0: np.ndarray, z: np.ndarray, h: float, eta_std: np.ndarray, ks_rec
     mb = -1 if max_blocks is None else int(max_blocks)
 
     def one(t: int) -> None:
+        blocks = (_BLOCK_SD, _ETA_CHANGE) if t == 0 else (_REPLICATE_BLOCK_SD,
+                                                          _REPLICATE_ETA_CHANGE)
         _evolve_one(p0.copy(), z, float(h), cum_eta, var_cum, ks_rec, polys[t], ref,
                     float(diffusion_scale), mb, t == 0, law, summ[t], rec_stats[t], stats[t],
-                    *((_BLOCK_SD, _ETA_CHANGE) if t == 0 else (_REPLICATE_BLOCK_SD, _REPLICATE_ETA_CHANGE)))
+                    *blocks)
 
     _in_threads(one, T)
     return law, summ, rec_stats, stats
