@@ -247,7 +247,8 @@ def critical(name: str, sign: str, law, d: int, runs: int, base: int,
 #: what a row recovered from the page lost (:func:`recover_rows`)
 RECOVERED_PRECISION = ("as printed: steps and hitting-step statistics to the integer, reached "
                        "to 3 decimals (reached_runs: the k that prints so), c to 4 significant "
-                       "figures")
+                       "figures; hit_mean, hit_sd and c_chain the middle of the range "
+                       "('refined') that prints as the page's cells against its law")
 
 
 def _cells(line: str) -> list[str]:
@@ -273,6 +274,98 @@ def _reached_runs(printed: str, runs: int) -> list[int]:
     return [k for k in range(runs + 1) if f"{k / runs:.3f}" == printed]
 
 
+def _page_tables(page: str) -> tuple[list[list[str]], ...]:
+    """The cells of the samples, critical-c and hitting-time tables between the page's
+    markers, one list per line below the header."""
+    i, j = page.index(DOCS_BEGIN) + len(DOCS_BEGIN), page.index(DOCS_END)
+    blocks = [b.strip().splitlines() for b in page[i:j].strip().split("\n\n")]
+    if len(blocks) != 3:
+        raise ValueError(f"expected 3 tables between the markers, found {len(blocks)}")
+    return tuple([_cells(x) for x in b[2:]] for b in blocks)
+
+
+def _printed_range(text: str, significant: int | None = None) -> tuple[float, float]:
+    """The values that print as ``text``: a number with ``k`` decimals (``"+2.6"``,
+    ``"-4.4%"``: a fraction) lies within half a unit of its last digit, a signed zero on its
+    side of 0; with ``significant``, a ``g``-format number of that many significant figures."""
+    pct = text.endswith("%")
+    t = text.rstrip("%").replace(",", "")
+    v = float(t)
+    if significant is not None and v != 0.0:
+        half = 0.5 * 10.0 ** (math.floor(math.log10(abs(v))) - significant + 1)
+    else:
+        half = 0.5 * 10.0 ** -(len(t.split(".")[1]) if "." in t else 0)
+    lo, hi = v - half, v + half
+    if v == 0.0:
+        lo, hi = (-half, 0.0) if t.startswith("-") else (0.0, half)
+    return (lo / 100, hi / 100) if pct else (lo, hi)
+
+
+def _narrow(value: float, bounds: list[tuple[float, float]]) -> tuple[float, list[float]]:
+    """The middle of the intersection of ``bounds`` and that range, or ``value`` and ``[]``
+    where they do not intersect."""
+    lo, hi = max(b[0] for b in bounds), min(b[1] for b in bounds)
+    return ((lo + hi) / 2, [lo, hi]) if lo < hi else (value, [])
+
+
+def refine_rows(rows: list[dict], page: str, with_law: list[dict]) -> list[dict]:
+    """The rows of :func:`recover_rows` with the hitting-step means and standard deviations
+    and the chain's critical c narrowed by the page's cells that print them against the law:
+    ``law / runs − 1`` (0.1 %) and ``z`` (0.1) of the hitting-time table, ``law / chain − 1``
+    of the critical table, with the law's columns ``with_law`` (the same rows after
+    ``repredict``, with the law the page was made with). Each value becomes the middle of the
+    range of values that print as every one of its cells, the range kept under ``refined``
+    (a value whose cells admit none is kept as printed, with an empty range). Raises
+    ``ValueError`` where the page's law columns are not ``with_law``'s (another law)."""
+    import copy
+
+    _, critical_t, hits_t = _page_tables(page)
+    law = {row_key(r): r for r in with_law}
+    cells = {}
+    for c in hits_t:
+        kind = "hits_summary" if "(" in c[3] else "samples"
+        cells[(kind, c[0], c[1], int(_n(c[2])))] = c
+    for c in critical_t:
+        cells[("critical", c[0], c[1], int(_n(c[2])), "1" if c[3] == "+ξ" else "-1")] = c
+    out = []
+    for r in map(copy.deepcopy, rows):
+        lw = law[row_key(r)]
+        if r["kind"] == "critical":
+            for side, v in r["sides"].items():
+                c = cells[("critical", r["config"], r["sign"], r["d"], side)]
+                cl = lw["sides"][side]["c_law"]
+                if c[5] != f"{cl:.4g}":
+                    raise ValueError(f"{row_key(r)} {side}: the page's law is {c[5]}, "
+                                     f"not {cl:.4g}")
+                a, b = _printed_range(c[7])
+                v["c_chain"], rng = _narrow(v["c_chain"], [
+                    _printed_range(c[6].split(" [")[0], significant=4),
+                    (cl / (1 + b), cl / (1 + a))])
+                v["refined"] = {"c_chain": rng}
+            out.append(r)
+            continue
+        c = cells[(r["kind"], r["config"], r["sign"], r["d"])]
+        n = r["reached"] * r["runs"]
+        sdc, kap = lw["hit_sd_conditional"], lw["hit_sd_kurtosis"]
+        mc = lw["hit_mean_conditional"]
+        if (c[6].split(" / ")[1], c[8].split(" / ")[1]) != (f"{mc:,.0f}", f"{sdc:,.0f}"):
+            raise ValueError(f"{row_key(r)}: the page's law given T <= H is not this law's")
+        r["refined"] = {}
+        for key, law_v, se, cell in (
+                ("hit_mean", mc, sdc / math.sqrt(n), c[7]),
+                ("hit_sd", sdc, sdc * math.sqrt(max(kap + 2.0, 0.0) / (4.0 * n)), c[9])):
+            bounds = [(r[key] - 0.5, r[key] + 0.5)]
+            m = re.fullmatch(r"(\S+%) \((\S+)\)", cell)
+            if m is not None:
+                a, b = _printed_range(m[1])
+                za, zb = _printed_range(m[2])
+                bounds += [(law_v / (1 + b), law_v / (1 + a)),
+                           (law_v + se * za, law_v + se * zb)]
+            r[key], r["refined"][key] = _narrow(r[key], bounds)
+        out.append(r)
+    return out
+
+
 def recover_rows(page: str) -> list[dict]:
     """The measurements shown in the tables between the page's markers, as rows that the
     table builder reads: a samples row per line of the samples table (measured step, its
@@ -284,15 +377,12 @@ def recover_rows(page: str) -> list[dict]:
     order (per branch: the chain's crossing, interval, quarters, steps, and ``c_law_recorded``,
     the law's value the chain's grid of c was centred on: from the page's sentence naming
     them for B and C, the expansion's printed value for A, whose law is the expansion there).
-    Numbers are as printed (:data:`RECOVERED_PRECISION`); ``reached`` is ``k / runs`` for the
+    Numbers are as printed (:func:`refine_rows` narrows those the page also prints against
+    the law; :data:`RECOVERED_PRECISION`); ``reached`` is ``k / runs`` for the
     ``k`` nearest ``reached × runs`` among those that print as the page does
     (``reached_runs``; ``reached_runs_range`` where several do). Raises ``ValueError`` where
     the page's tables do not parse."""
-    i, j = page.index(DOCS_BEGIN) + len(DOCS_BEGIN), page.index(DOCS_END)
-    blocks = [b.strip().splitlines() for b in page[i:j].strip().split("\n\n")]
-    if len(blocks) != 3:
-        raise ValueError(f"expected 3 tables between the markers, found {len(blocks)}")
-    samples_t, critical_t, hits_t = ([_cells(x) for x in b[2:]] for b in blocks)
+    samples_t, critical_t, hits_t = _page_tables(page)
     recorded = re.search(r"C\s+fixed\s+(\d\.\d+),\s+C\s+random\s+(\d\.\d+),\s+B\s+random"
                          r"\s+(\d\.\d+),\s+B\s+fixed\s+(\d\.\d+)", page)
     centre = {} if recorded is None else {
@@ -630,7 +720,8 @@ def main() -> None:
                     "committed measurements)")
     ap.add_argument("--recover-from-docs", default="", help="PAGE: write the measurements "
                     "shown in PAGE's tables to --out (overwritten) as rows recovered from the "
-                    "page (recover_rows), and nothing else")
+                    "page (recover_rows, refine_rows with the current law, which must be the "
+                    "one PAGE's tables were made with), and nothing else")
     ap.add_argument("--docs", default="", help="write the table into this page between "
                     f"{DOCS_BEGIN} and {DOCS_END}")
     ap.add_argument("--repredict", default="", help="FILE: write the rows of --table-from and "
@@ -640,7 +731,15 @@ def main() -> None:
     out = Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     if a.recover_from_docs:
-        rows = recover_rows(Path(a.recover_from_docs).read_text(encoding="utf-8"))
+        import tempfile
+
+        page = Path(a.recover_from_docs).read_text(encoding="utf-8")
+        rows = recover_rows(page)
+        with tempfile.TemporaryDirectory() as tmp:
+            raw, lawful = Path(tmp) / "raw.jsonl", Path(tmp) / "law.jsonl"
+            raw.write_text("".join(json.dumps(r) + "\n" for r in rows))
+            repredict([raw], lawful)
+            rows = refine_rows(rows, page, read_rows([lawful]))
         out.write_text("".join(json.dumps(r) + "\n" for r in rows))
         print(f"{len(rows)} rows recovered into {out}")
         return

@@ -312,12 +312,13 @@ def test_benchmark_rows_key_by_point_and_hit_rows_by_seed(tmp_path, bench):
 
 def _synthetic_rows() -> list[dict]:
     """One row of each kind the page's tables show, measurements and the law's columns
-    (made-up values; the measurements at the precision the tables print)."""
+    (made-up values; the hitting-step moments and one chain's c finer than the tables print,
+    the other measurements at the precision they print)."""
     law_hit = {"hit_mean_predicted": 1234.4, "hit_sd_predicted": 456.7, "reached_predicted": 0.981,
                "hit_mean_conditional": 1200.2, "hit_sd_conditional": 400.9,
                "hit_sd_kurtosis": 1.5, "restricted_mean_predicted": 1220.6,
                "restricted_sd_predicted": 430.1}
-    hits = {"horizon_steps": 3000, "hit_mean": 1190.0, "hit_sd": 410.0,
+    hits = {"horizon_steps": 3000, "hit_mean": 1190.37, "hit_sd": 410.62,
             "restricted_mean": 1215.0, "restricted_sd": 433.0}
     samples = {"kind": "samples", "config": "B", "sign": "random", "d": 1000, "L": 5000,
                "runs": 64, "c": 0.001, "measured": 1150.0, "measured_lo": 1100.0,
@@ -332,7 +333,7 @@ def _synthetic_rows() -> list[dict]:
     crit = {"kind": "critical", "config": "A", "sign": "fixed", "d": 10_000, "sides": {
         "1": {"c_chain": 0.06721, "lo": 0.06713, "hi": 0.06729, "steps": 168_629,
               "c_law_recorded": 0.06793},
-        "-1": {"c_chain": 0.0225, "lo": 0.02244, "hi": 0.02256, "steps": 168_629,
+        "-1": {"c_chain": 0.022503, "lo": 0.02244, "hi": 0.02256, "steps": 168_629,
                "c_law_recorded": 0.02202, "c_chain_q3": 0.02249, "c_chain_q4": 0.02251}}}
     law_crit = {"1": {"c_law": 0.06793, "c_law_expansion": 0.06793},
                 "-1": {"c_law": 0.02202, "c_law_expansion": 0.02202}}
@@ -342,9 +343,11 @@ def _synthetic_rows() -> list[dict]:
 def test_benchmark_tables_recovered_from_the_page_round_trip(tmp_path, bench):
     """``recover_rows`` reads back from the page's tables what ``table`` wrote into them: the
     measurements of a samples row (with and without the hitting-time intervals), of a pooled
-    "hits_summary" row and of a critical row (both branches, one with quarters), so the rows
-    it recovers, given the same law's columns, make the same tables. The table refuses rows
-    without the law's columns; a point's rows of kind "hits" replace its summary."""
+    "hits_summary" row and of a critical row (both branches, one with quarters), as printed;
+    ``refine_rows`` narrows the hitting-step moments and the chain's c by the cells that
+    print them against the law, to ranges that hold the values written, so the rows, given
+    the same law's columns, make the same tables. The table refuses rows without the law's
+    columns; a point's rows of kind "hits" replace its summary."""
     measured, law = _synthetic_rows()
     no_ci = {k: v for k, v in measured[0].items() if not k.startswith(("hit_mean_", "hit_sd_"))}
     no_ci.update(d=100)
@@ -369,7 +372,11 @@ def test_benchmark_tables_recovered_from_the_page_round_trip(tmp_path, bench):
     assert {r["kind"] for r in got} == {"samples", "hits_summary", "critical"}
     assert all(r["recovered_from"] == "docs table" for r in got)
     key = {bench.row_key(r): r for r in got}
-    for r in measured:
+    printed = [dict(r, hit_mean=round(r["hit_mean"]), hit_sd=round(r["hit_sd"]))
+               if "hit_mean" in r else r for r in measured]
+    printed[-1] = dict(measured[-1], sides=dict(measured[-1]["sides"]))
+    printed[-1]["sides"]["-1"] = dict(printed[-1]["sides"]["-1"], c_chain=0.0225)
+    for r in printed:
         g = {k: v for k, v in key[bench.row_key(r)].items()
              if k not in ("recovered_from", "precision")}
         assert g == r
@@ -377,8 +384,18 @@ def test_benchmark_tables_recovered_from_the_page_round_trip(tmp_path, bench):
     _jsonl(rec, got)
     with pytest.raises(ValueError, match="--repredict"):
         bench.table([rec])
-    _jsonl(rec, with_law([key[bench.row_key(r)] for r in measured]))
+    got = [key[bench.row_key(r)] for r in measured]
+    fine = bench.refine_rows(got, page, with_law(got))
+    for r, f in zip(measured, fine):
+        for k, v in (r["sides"]["-1"] if "sides" in r else r).items():
+            rng = (f["sides"]["-1"] if "sides" in r else f)["refined"].get(k)
+            if rng is not None:
+                assert rng[0] <= v <= rng[1] and rng[1] - rng[0] < (1.0 if v > 1 else 1e-5)
+    _jsonl(rec, with_law(fine))
     assert bench.table([rec]) == text
+    with pytest.raises(ValueError, match="law"):
+        bench.refine_rows(got, page, with_law(got)[:-1] + [
+            dict(got[-1], sides={s: dict(v, c_law=0.03) for s, v in got[-1]["sides"].items()})])
     hits = dict(measured[2], kind="hits", hits=[100.0, 200.0, float("nan")],
                 horizon_steps=3000, seed=[5, "scaling_law", "escapeC", 1000])
     pooled = [r for r in bench.hit_rows(with_law(measured)[:3] + [hits])
