@@ -302,8 +302,8 @@ def _printed_range(text: str, significant: int | None = None) -> tuple[float, fl
 
 
 def _narrow(value: float, bounds: list[tuple[float, float]]) -> tuple[float, list[float]]:
-    """The middle of the intersection of ``bounds`` and that range, or ``value`` and ``[]``
-    where they do not intersect."""
+    """The middle of the intersection of the ranges ``bounds`` and that intersection, or
+    ``value`` and ``[]`` where it is empty."""
     lo, hi = max(b[0] for b in bounds), min(b[1] for b in bounds)
     return ((lo + hi) / 2, [lo, hi]) if lo < hi else (value, [])
 
@@ -775,7 +775,10 @@ def main() -> None:
                            a.seed, a.critical_min_steps, a.critical_draws)
             _append(out, row)
             print(json.dumps(row), flush=True)
-    text = table(_table_files(a.table_from, out))
+    try:
+        text = table(_table_files(a.table_from, out))
+    except ValueError as e:  # rows without the law's columns: the measurements are written
+        raise SystemExit(str(e)) from None
     print(text)
     if a.docs:
         write_docs(Path(a.docs), text)
