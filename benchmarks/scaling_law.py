@@ -19,11 +19,18 @@ hitting-time table). Then c_critical against the chain (:func:`critical`: where 
 stationary mean |ρ| crosses the target, per branch).
 
 Results are appended, one JSON line per point, to ``--out`` (default
-``/work/notes/i29/scaling_bench.jsonl``; a rerun skips the points already there), and the table is
-printed at the end. Usage::
+``benchmarks/data/scaling/measured.jsonl``, the committed measurements; a rerun skips the
+measurements already there with the same base seed and runs), and the table is printed at the
+end, from ``--table-from`` (default: that file) and ``--out``, each point's last row. Rows of
+kind "hits_summary" carry a pooled point's hitting-time statistics without its per-run hits
+(the hitting-time table shows them as they are, unless the point has rows of kind "hits",
+which then replace it); rows with ``"recovered_from"`` were read back from the page's tables
+(:func:`recover_rows`) and carry the measurements only, so the table is made from them through
+``--repredict``, which adds the law's columns. Usage::
 
     nice -n 10 python benchmarks/scaling_law.py [--configs A,B,C] [--dims 1e2,1e3,1e4,1e5]
         [--runs 64] [--critical] [--escape config:sign:d:runs:steps] [--out FILE]
+    python benchmarks/scaling_law.py --repredict /tmp/table.jsonl --docs docs/scaling.md
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ import argparse
 import functools
 import json
 import math
+import re
 import time
 import warnings
 from pathlib import Path
@@ -58,6 +66,8 @@ CONFIGS = {
 HORIZON, HORIZON_LONG, LONG_WORK = 3.0, 1.6, 5e9
 #: the markers of the measured table in ``docs/scaling.md`` (``--docs``)
 DOCS_BEGIN, DOCS_END = "<!-- scaling-table:begin -->", "<!-- scaling-table:end -->"
+#: the committed measurements: ``--out`` and ``--table-from`` by default
+MEASURED = Path(__file__).resolve().parent / "data" / "scaling" / "measured.jsonl"
 
 
 @functools.lru_cache(maxsize=None)
@@ -93,10 +103,23 @@ def row_key(r: dict) -> tuple:
     return key + ((r["seed"][0],) if r["kind"] == "hits" else ())
 
 
+def run_key(r: dict) -> tuple:
+    """The measurement a row records: its point (:func:`row_key`), base seed, runs and, for a
+    critical row, the law's draws; ``()`` for a row without a seed (recovered from the page),
+    which no rerun matches."""
+    if "seed" not in r:
+        return ()
+    return row_key(r) + (r["seed"][0], r["runs"], r.get("draws"))
+
+
 def _done(out: Path) -> set:
+    """The measurements already in ``out`` (:func:`run_key`): a rerun with the same base seed
+    and runs skips them, one with another seed or more runs measures the point again (its row,
+    later in the file, replaces the earlier one in the table)."""
     if not out.exists():
         return set()
-    return {row_key(json.loads(line)) for line in out.read_text().splitlines()}
+    keys = {run_key(json.loads(line)) for line in out.read_text().splitlines()}
+    return keys - {()}
 
 
 def _append(out: Path, row: dict) -> None:
@@ -221,6 +244,215 @@ def critical(name: str, sign: str, law, d: int, runs: int, base: int,
     return out
 
 
+#: what a row recovered from the page lost (:func:`recover_rows`)
+RECOVERED_PRECISION = ("as printed: steps and hitting-step statistics to the integer, reached "
+                       "to 3 decimals (reached_runs: the k that prints so), c to 4 significant "
+                       "figures; hit_mean, hit_sd and c_chain the middle of the range "
+                       "('refined') that prints as the page's cells against its law")
+
+
+def _cells(line: str) -> list[str]:
+    return [c.strip() for c in line.strip().strip("|").split("|")]
+
+
+def _n(text: str) -> float:
+    """A printed number: ``"1,082,715"`` → 1082715.0."""
+    return float(text.replace(",", ""))
+
+
+def _with_ci(text: str) -> tuple[float, float, float]:
+    """``"290 [279, 302]"`` → (290, 279, 302); NaN bounds where there is no bracket."""
+    m = re.fullmatch(r"(\S+)(?: \[(\S+), (\S+)\])?", text)
+    if m is None:
+        raise ValueError(f"not a value with an interval: {text!r}")
+    v = _n(m[1])
+    return (v, _n(m[2]), _n(m[3])) if m[2] else (v, math.nan, math.nan)
+
+
+def _reached_runs(printed: str, runs: int) -> list[int]:
+    """The numbers ``k`` of runs within the horizon with ``f"{k / runs:.3f}" == printed``."""
+    return [k for k in range(runs + 1) if f"{k / runs:.3f}" == printed]
+
+
+def _page_tables(page: str) -> tuple[list[list[str]], ...]:
+    """The cells of the samples, critical-c and hitting-time tables between the page's
+    markers, one list per line below the header."""
+    i, j = page.index(DOCS_BEGIN) + len(DOCS_BEGIN), page.index(DOCS_END)
+    blocks = [b.strip().splitlines() for b in page[i:j].strip().split("\n\n")]
+    if len(blocks) != 3:
+        raise ValueError(f"expected 3 tables between the markers, found {len(blocks)}")
+    return tuple([_cells(x) for x in b[2:]] for b in blocks)
+
+
+def _printed_range(text: str, significant: int | None = None) -> tuple[float, float]:
+    """The values that print as ``text``: a number with ``k`` decimals (``"+2.6"``,
+    ``"-4.4%"``: a fraction) lies within half a unit of its last digit, a signed zero on its
+    side of 0; with ``significant``, a ``g``-format number of that many significant figures."""
+    pct = text.endswith("%")
+    t = text.rstrip("%").replace(",", "")
+    v = float(t)
+    if significant is not None and v != 0.0:
+        half = 0.5 * 10.0 ** (math.floor(math.log10(abs(v))) - significant + 1)
+    else:
+        half = 0.5 * 10.0 ** -(len(t.split(".")[1]) if "." in t else 0)
+    lo, hi = v - half, v + half
+    if v == 0.0:
+        lo, hi = (-half, 0.0) if t.startswith("-") else (0.0, half)
+    return (lo / 100, hi / 100) if pct else (lo, hi)
+
+
+def _narrow(value: float, bounds: list[tuple[float, float]]) -> tuple[float, list[float]]:
+    """The middle of the intersection of the ranges ``bounds`` and that intersection, or
+    ``value`` and ``[]`` where it is empty."""
+    lo, hi = max(b[0] for b in bounds), min(b[1] for b in bounds)
+    return ((lo + hi) / 2, [lo, hi]) if lo < hi else (value, [])
+
+
+def refine_rows(rows: list[dict], page: str, with_law: list[dict]) -> list[dict]:
+    """The rows of :func:`recover_rows` with the hitting-step means and standard deviations
+    and the chain's critical c narrowed by the page's cells that print them against the law:
+    ``law / runs − 1`` (0.1 %) and ``z`` (0.1) of the hitting-time table, ``law / chain − 1``
+    of the critical table, with the law's columns ``with_law`` (the same rows after
+    ``repredict``, with the law the page was made with). Each value becomes the middle of the
+    range of values that print as every one of its cells, the range kept under ``refined``
+    (a value whose cells admit none is kept as printed, with an empty range). Raises
+    ``ValueError`` where the page's law columns are not ``with_law``'s (another law)."""
+    import copy
+
+    _, critical_t, hits_t = _page_tables(page)
+    law = {row_key(r): r for r in with_law}
+    cells = {}
+    for c in hits_t:
+        kind = "hits_summary" if "(" in c[3] else "samples"
+        cells[(kind, c[0], c[1], int(_n(c[2])))] = c
+    for c in critical_t:
+        cells[("critical", c[0], c[1], int(_n(c[2])), "1" if c[3] == "+ξ" else "-1")] = c
+    out = []
+    for r in map(copy.deepcopy, rows):
+        lw = law[row_key(r)]
+        if r["kind"] == "critical":
+            for side, v in r["sides"].items():
+                c = cells[("critical", r["config"], r["sign"], r["d"], side)]
+                cl = lw["sides"][side]["c_law"]
+                if c[5] != f"{cl:.4g}":
+                    raise ValueError(f"{row_key(r)} {side}: the page's law is {c[5]}, "
+                                     f"not {cl:.4g}")
+                a, b = _printed_range(c[7])
+                v["c_chain"], rng = _narrow(v["c_chain"], [
+                    _printed_range(c[6].split(" [")[0], significant=4),
+                    (cl / (1 + b), cl / (1 + a))])
+                v["refined"] = {"c_chain": rng}
+            out.append(r)
+            continue
+        c = cells[(r["kind"], r["config"], r["sign"], r["d"])]
+        n = r["reached"] * r["runs"]
+        sdc, kap = lw["hit_sd_conditional"], lw["hit_sd_kurtosis"]
+        mc = lw["hit_mean_conditional"]
+        if (c[6].split(" / ")[1], c[8].split(" / ")[1]) != (f"{mc:,.0f}", f"{sdc:,.0f}"):
+            raise ValueError(f"{row_key(r)}: the page's law given T <= H is not this law's")
+        r["refined"] = {}
+        for key, law_v, se, cell in (
+                ("hit_mean", mc, sdc / math.sqrt(n), c[7]),
+                ("hit_sd", sdc, sdc * math.sqrt(max(kap + 2.0, 0.0) / (4.0 * n)), c[9])):
+            bounds = [(r[key] - 0.5, r[key] + 0.5)]
+            m = re.fullmatch(r"(\S+%) \((\S+)\)", cell)
+            if m is not None:
+                a, b = _printed_range(m[1])
+                za, zb = _printed_range(m[2])
+                bounds += [(law_v / (1 + b), law_v / (1 + a)),
+                           (law_v + se * za, law_v + se * zb)]
+            r[key], r["refined"][key] = _narrow(r[key], bounds)
+        out.append(r)
+    return out
+
+
+def recover_rows(page: str) -> list[dict]:
+    """The measurements shown in the tables between the page's markers, as rows that the
+    table builder reads: a samples row per line of the samples table (measured step, its
+    interval, runs, ``L``, the configuration's ``c``, IQR and interval, hitting mean and sd
+    given ``T <= H`` with their intervals where printed, and from the hitting-time table's
+    line of that point ``H``, ``reached``, the mean and sd of ``min(T, H)``); a row of kind
+    "hits_summary" per pooled line of the hitting-time table (its seeds, runs, ``H``, those
+    statistics and intervals); a critical row per point of the critical-c table, in its
+    order (per branch: the chain's crossing, interval, quarters, steps, and ``c_law_recorded``,
+    the law's value the chain's grid of c was centred on: from the page's sentence naming
+    them for B and C, the expansion's printed value for A, whose law is the expansion there).
+    Numbers are as printed (:func:`refine_rows` narrows those the page also prints against
+    the law; :data:`RECOVERED_PRECISION`); ``reached`` is ``k / runs`` for the
+    ``k`` nearest ``reached × runs`` among those that print as the page does
+    (``reached_runs``; ``reached_runs_range`` where several do). Raises ``ValueError`` where
+    the page's tables do not parse."""
+    samples_t, critical_t, hits_t = _page_tables(page)
+    recorded = re.search(r"C\s+fixed\s+(\d\.\d+),\s+C\s+random\s+(\d\.\d+),\s+B\s+random"
+                         r"\s+(\d\.\d+),\s+B\s+fixed\s+(\d\.\d+)", page)
+    centre = {} if recorded is None else {
+        ("C", "fixed"): float(recorded[1]), ("C", "random"): float(recorded[2]),
+        ("B", "random"): float(recorded[3]), ("B", "fixed"): float(recorded[4])}
+    tag = {"recovered_from": "docs table", "precision": RECOVERED_PRECISION}
+
+    def hit_stats(c: list[str], runs: int) -> dict:
+        H = int(_n(c[4]))
+        reached = c[5].split(" / ")[0]
+        ks = _reached_runs(reached, runs)
+        if not ks:
+            raise ValueError(f"no number of {runs} runs prints as reached {reached}")
+        k = min(ks, key=lambda k: abs(k - float(reached) * runs))
+        mean = _with_ci(c[6].split(" / ")[2])
+        sd = _with_ci(c[8].split(" / ")[2])
+        rm, rs = (_n(x) for x in c[10].split(" / ")[1].split(", "))
+        out = {"horizon_steps": H, "reached": k / runs, "reached_runs": k,
+               "hit_mean": mean[0], "hit_sd": sd[0], "restricted_mean": rm,
+               "restricted_sd": rs}
+        if len(ks) > 1:
+            out["reached_runs_range"] = [ks[0], ks[-1]]
+        if math.isfinite(mean[1]):
+            out.update(hit_mean_lo=mean[1], hit_mean_hi=mean[2], hit_sd_lo=sd[1],
+                       hit_sd_hi=sd[2])
+        return out
+
+    rows, by_point = [], {}
+    for c in hits_t:
+        point_ = (c[0], c[1], int(_n(c[2])))
+        m = re.fullmatch(r"(\d+)(?: \(([\d+]+)\))?", c[3])
+        if m is None:
+            raise ValueError(f"runs cell {c[3]!r}")
+        runs = int(m[1])
+        if m[2]:
+            rows.append({"kind": "hits_summary", "config": c[0], "sign": c[1], "d": point_[2],
+                         "runs": runs, "seeds": [int(x) for x in m[2].split("+")],
+                         **hit_stats(c, runs), **tag})
+        else:
+            by_point[point_] = (runs, hit_stats(c, runs))
+    for c in samples_t:
+        name, sign, d = c[0], c[1], int(_n(c[2]))
+        runs = int(c[4])
+        meas = _with_ci(c[8])
+        iqr = _with_ci(c[12].split(" / ")[1])
+        hruns, hs = by_point[(name, sign, d)]
+        if hruns != runs or hs["hit_mean"] != _n(c[10].split(" / ")[1]) or \
+                hs["hit_sd"] != _n(c[11].split(" / ")[1]):
+            raise ValueError(f"the tables disagree on {name} {sign} {d}")
+        rows.append({"kind": "samples", "config": name, "sign": sign, "d": d, "L": int(_n(c[3])),
+                     "runs": runs, "c": CONFIGS[name]["c"][sign], "measured": meas[0],
+                     "measured_lo": meas[1], "measured_hi": meas[2], "iqr": iqr[0],
+                     "iqr_lo": iqr[1], "iqr_hi": iqr[2], **hs, **tag})
+    crit: dict = {}
+    for c in critical_t:
+        name, sign, d = c[0], c[1], int(_n(c[2]))
+        side = "1" if c[3] == "+ξ" else "-1"
+        chain = _with_ci(c[6])
+        if name != "A" and (name, sign) not in centre:
+            raise ValueError(f"the page names no c_law_recorded for {name} {sign}")
+        v = {"c_chain": chain[0], "lo": chain[1], "hi": chain[2], "steps": int(_n(c[9])),
+             "c_law_recorded": float(c[4]) if name == "A" else centre[(name, sign)]}
+        if c[8] != "—":
+            v["c_chain_q3"], v["c_chain_q4"] = (float(x) for x in c[8].split(" / "))
+        r = crit.setdefault((name, sign, d), {"kind": "critical", "config": name,
+                                              "sign": sign, "d": d, "sides": {}, **tag})
+        r["sides"][side] = v
+    return rows + list(crit.values())
+
+
 def _get(r: dict, key: str, old: str) -> float:
     return r[key] if key in r else r[old]
 
@@ -280,28 +512,31 @@ def repredict(files: list[Path], out: Path) -> None:
     with out.open("w") as f:
         for r in rows:
             law, d = _law(r["config"], r["sign"]), int(r["d"])
-            if r["kind"] == "hits":
+            if r["kind"] in ("hits", "hits_summary"):
                 r.update(law_columns(law, d, horizon_steps(r)))
             if r["kind"] == "critical":
                 for side, v in r["sides"].items():
-                    v.setdefault("c_law_recorded", v["c_law"])
+                    if "c_law_recorded" not in v:
+                        v["c_law_recorded"] = v["c_law"]
                     v.update(c_law=law.c_critical_at(d, int(side)),
                              c_law_expansion=law.c_critical_at(d, int(side), method="expansion"))
                     print(r["config"], r["sign"], d, side, v["c_law_recorded"], v["c_law"],
                           flush=True)
             if r["kind"] == "samples":
-                for k in LAW_KEYS:
-                    r[k + "_before"] = _get(r, k, {"hit_mean_predicted": "hit_mean_pred",
-                                                   "hit_sd_predicted": "hit_sd_pred",
-                                                   "iqr_predicted": "iqr_pred"}.get(k, k))
+                for k in LAW_KEYS:  # none in a row recovered from the page
+                    old = {"hit_mean_predicted": "hit_mean_pred", "hit_sd_predicted":
+                           "hit_sd_pred", "iqr_predicted": "iqr_pred"}.get(k, k)
+                    if k in r or old in r:
+                        r[k + "_before"] = _get(r, k, old)
                 H = horizon_steps(r)
-                r.setdefault("predicted_measured", r["predicted_before"])
+                if "predicted_before" in r:
+                    r.setdefault("predicted_measured", r["predicted_before"])
                 if "restricted_mean" not in r and math.isfinite(r.get("measured", math.nan)):
                     r["restricted_mean"], r["restricted_sd"] = restricted_from_moments(r, H)
                 r.update(law_columns(law, d, H),  # LAW_KEYS among them
                          predicted_expansion=replace(law, method="expansion",
                                                      _laws={}).samples(d))
-                print(r["config"], r["sign"], d, r["law_method"], r["predicted_before"],
+                print(r["config"], r["sign"], d, r["law_method"], r.get("predicted_before"),
                       r["predicted"], r["measured"], flush=True)
             f.write(json.dumps(r) + "\n")
 
@@ -311,7 +546,9 @@ def hit_rows(rows: list[dict]) -> list[dict]:
     "hits" of a point pooled over their seeds — censored at the shortest of their horizons
     ``H`` (a longer run's hit beyond it counts as not reached), with the law's columns of the
     row simulated for ``H`` and the statistics of :func:`attnsignal.measure.hit_statistics`
-    (2 000 bootstrap resamples)."""
+    (2 000 bootstrap resamples) — or, for a point without such rows, its row of kind
+    "hits_summary" (those statistics and intervals as stored, ``seeds`` the pooled base
+    seeds)."""
     from attnsignal.measure import hit_statistics
 
     out = [dict(r, source="samples") for r in rows
@@ -336,6 +573,8 @@ def hit_rows(rows: list[dict]) -> list[dict]:
         for k in ("hit_mean", "hit_sd", "restricted_mean", "restricted_sd"):
             row[k + "_lo"], row[k + "_hi"] = st[k + "_interval"]
         out.append(row)
+    out += [dict(r, source="hits") for r in rows if r["kind"] == "hits_summary"
+            and (r["config"], r["sign"], r["d"]) not in groups]
     return sorted(out, key=lambda r: (r["config"], r["sign"], r["d"], r["source"]))
 
 
@@ -381,7 +620,17 @@ def hit_table(rows: list[dict]) -> str:
 
 
 def table(files: list[Path]) -> str:
+    """The page's tables (samples, critical c, hitting step) from the rows of ``files``
+    (:func:`read_rows`); every row must carry the law's columns (a recovered row has them
+    after ``--repredict``). Raises ``ValueError`` naming the first row without them."""
     rows = read_rows(files)
+    for r in rows:
+        if ("predicted" not in r and r["kind"] == "samples") or (
+                r["kind"] == "hits_summary" and "hit_mean_conditional" not in r) or (
+                r["kind"] == "critical" and any("c_law" not in v and "unreachable" not in v
+                                                for v in r["sides"].values())):
+            raise ValueError(f"row {row_key(r)} has no law's columns (recovered from the "
+                             "page?): make the table with --repredict")
     lines = ["| config | sign | d | L | runs | law's step | predicted | expansion | "
              "measured [95 %] | pred/meas − 1 | "
              "hit mean pred / meas (T ≤ H) | hit sd pred / meas (T ≤ H) | "
@@ -462,11 +711,17 @@ def main() -> None:
     ap.add_argument("--critical-draws", type=int, default=None,
                     help="draws of the exact one-step moments of the law's critical c "
                          "(default: the configuration's n_samples)")
-    ap.add_argument("--out", default="/work/notes/i29/scaling_bench.jsonl")
+    ap.add_argument("--out", default=str(MEASURED), help="append the measured rows here "
+                    "(default: the committed measurements)")
     ap.add_argument("--table-only", action="store_true")
     ap.add_argument("--critical-only", action="store_true", help="no samples points")
-    ap.add_argument("--table-from", default="", help="FILE,... read for the table before --out "
-                    "(a later file's point replaces an earlier one's)")
+    ap.add_argument("--table-from", default=str(MEASURED), help="FILE,... read for the table "
+                    "before --out (a later row of a point replaces an earlier one; default: the "
+                    "committed measurements)")
+    ap.add_argument("--recover-from-docs", default="", help="PAGE: write the measurements "
+                    "shown in PAGE's tables to --out (overwritten) as rows recovered from the "
+                    "page (recover_rows, refine_rows with the current law, which must be the "
+                    "one PAGE's tables were made with), and nothing else")
     ap.add_argument("--docs", default="", help="write the table into this page between "
                     f"{DOCS_BEGIN} and {DOCS_END}")
     ap.add_argument("--repredict", default="", help="FILE: write the rows of --table-from and "
@@ -475,10 +730,21 @@ def main() -> None:
     a = ap.parse_args()
     out = Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)
+    if a.recover_from_docs:
+        import tempfile
+
+        page = Path(a.recover_from_docs).read_text(encoding="utf-8")
+        rows = recover_rows(page)
+        with tempfile.TemporaryDirectory() as tmp:
+            raw, lawful = Path(tmp) / "raw.jsonl", Path(tmp) / "law.jsonl"
+            raw.write_text("".join(json.dumps(r) + "\n" for r in rows))
+            repredict([raw], lawful)
+            rows = refine_rows(rows, page, read_rows([lawful]))
+        out.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        print(f"{len(rows)} rows recovered into {out}")
+        return
     if a.repredict:
-        files = [Path(f) for f in filter(None, a.table_from.split(","))] + \
-            ([out] if out.exists() else [])
-        repredict(files, Path(a.repredict))
+        repredict(_table_files(a.table_from, out), Path(a.repredict))
         a.table_only, a.table_from, out = True, "", Path(a.repredict)
     if not a.table_only:
         done = _done(out)
@@ -486,34 +752,43 @@ def main() -> None:
         for d in dims:  # the cheap dimensions of every configuration first
             for name in a.configs.split(","):
                 for sign in a.signs.split(","):
-                    if ("samples", name, sign, d) in done:
-                        continue
                     runs = _runs_at(a.runs_at, a.runs).get(d, a.runs)
+                    if ("samples", name, sign, d, a.seed, runs, None) in done:
+                        continue
                     row = point(name, sign, _law(name, sign), d, runs, a.seed, a.horizon)
                     _append(out, row)
                     print(json.dumps(row), flush=True)
         for spec in filter(None, a.escape.split(",")):
             name, sign, d, runs, steps = spec.split(":")
             d = int(float(d))
-            if ("hits", name, sign, d, a.seed) in done:
+            if ("hits", name, sign, d, a.seed, a.seed, int(runs), None) in done:
                 continue
             row = escape(name, sign, _law(name, sign), d, int(runs), int(float(steps)), a.seed)
             _append(out, row)
             print(json.dumps({k: v for k, v in row.items() if k != "hits"}), flush=True)
         for spec in filter(None, a.critical.split(",")):
             name, sign, d = spec.split(":")
-            if ("critical", name, sign, int(float(d))) in done:
+            if ("critical", name, sign, int(float(d)), a.seed, a.critical_runs,
+                    a.critical_draws) in done:
                 continue
             row = critical(name, sign, _law(name, sign), int(float(d)), a.critical_runs,
                            a.seed, a.critical_min_steps, a.critical_draws)
             _append(out, row)
             print(json.dumps(row), flush=True)
-    files = [Path(f) for f in filter(None, a.table_from.split(","))] + \
-        ([out] if out.exists() else [])
-    text = table(files)
+    try:
+        text = table(_table_files(a.table_from, out))
+    except ValueError as e:  # rows without the law's columns: the measurements are written
+        raise SystemExit(str(e)) from None
     print(text)
     if a.docs:
         write_docs(Path(a.docs), text)
+
+
+def _table_files(table_from: str, out: Path) -> list[Path]:
+    """The files of ``--table-from``, then ``--out`` where it exists and is not among them."""
+    files = [Path(f) for f in filter(None, table_from.split(","))]
+    same = any(f.exists() and out.exists() and f.samefile(out) for f in files)
+    return files + ([out] if out.exists() and not same else [])
 
 
 def write_docs(page: Path, text: str) -> None:

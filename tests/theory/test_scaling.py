@@ -263,31 +263,162 @@ def test_law_columns_are_the_law_through_the_horizon(slice_laws):
     assert {k: row[k] for k in cols} == law_columns(law, 100, row["horizon_steps"])
 
 
-def test_benchmark_rows_key_by_point_and_hit_rows_by_seed(tmp_path):
-    """``benchmarks/scaling_law.py``: a row's point is ``(kind, config, sign, d)``, and rows
-    of kind "hits" of the same point with other base seeds are other points (they pool in
-    the hitting-time table); a point read again from a later file replaces the earlier row,
-    and the resume set of an output file is the rows' keys."""
+@pytest.fixture(scope="module")
+def bench():
+    """``benchmarks/scaling_law.py`` as a module."""
     import importlib.util
-    import json
     from pathlib import Path
 
     path = Path(__file__).parents[2] / "benchmarks" / "scaling_law.py"
     spec = importlib.util.spec_from_file_location("scaling_law_bench", path)
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
-    a = {"kind": "samples", "config": "B", "sign": "fixed", "d": 100, "runs": 64}
-    h13 = {"kind": "hits", "config": "B", "sign": "random", "d": 10_000,
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _jsonl(path, rows) -> None:
+    import json
+
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def test_benchmark_rows_key_by_point_and_hit_rows_by_seed(tmp_path, bench):
+    """``benchmarks/scaling_law.py``: a row's point is ``(kind, config, sign, d)``, and rows
+    of kind "hits" of the same point with other base seeds are other points (they pool in
+    the hitting-time table); a point read again from a later file, or later in one file,
+    replaces the earlier row; the resume set of an output file is its measurements (point,
+    base seed, runs, draws), without the rows that have no seed (recovered from the page)."""
+    a = {"kind": "samples", "config": "B", "sign": "fixed", "d": 100, "runs": 64,
+         "seed": [7, "scaling_law", "B", "fixed", "d", 100]}
+    h13 = {"kind": "hits", "config": "B", "sign": "random", "d": 10_000, "runs": 64,
            "seed": [13, "scaling_law", "escapeB", 10_000]}
     h14 = dict(h13, seed=[14, "scaling_law", "escapeB", 10_000])
+    old = {"kind": "samples", "config": "B", "sign": "fixed", "d": 1000, "runs": 64,
+           "recovered_from": "docs table"}
     assert bench.row_key(a) == ("samples", "B", "fixed", 100)
     assert bench.row_key(h13) == ("hits", "B", "random", 10_000, 13) != bench.row_key(h14)
     f1, f2 = tmp_path / "1.jsonl", tmp_path / "2.jsonl"
-    f1.write_text("".join(json.dumps(r) + "\n" for r in (a, h13, h14)))
-    f2.write_text(json.dumps(dict(a, runs=256)) + "\n")
+    _jsonl(f1, (old, a, h13, h14, dict(old, runs=128)))
+    _jsonl(f2, [dict(a, runs=256)])
     rows = bench.read_rows([f1, f2])
-    assert len(rows) == 3 and [r["runs"] for r in rows if r["kind"] == "samples"] == [256]
-    assert bench._done(f1) == {bench.row_key(r) for r in (a, h13, h14)}
+    assert len(rows) == 4
+    assert [r["runs"] for r in rows if r["kind"] == "samples"] == [128, 256]
+    assert bench._done(f1) == {("samples", "B", "fixed", 100, 7, 64, None),
+                               ("hits", "B", "random", 10_000, 13, 13, 64, None),
+                               ("hits", "B", "random", 10_000, 14, 14, 64, None)}
+    assert bench._table_files(str(f1), f1) == [f1]
+    assert bench._table_files(str(f1), f2) == [f1, f2]
+
+
+def _synthetic_rows() -> list[dict]:
+    """One row of each kind the page's tables show, measurements and the law's columns
+    (made-up values; the hitting-step moments and one chain's c finer than the tables print,
+    the other measurements at the precision they print)."""
+    law_hit = {"hit_mean_predicted": 1234.4, "hit_sd_predicted": 456.7, "reached_predicted": 0.981,
+               "hit_mean_conditional": 1200.2, "hit_sd_conditional": 400.9,
+               "hit_sd_kurtosis": 1.5, "restricted_mean_predicted": 1220.6,
+               "restricted_sd_predicted": 430.1}
+    hits = {"horizon_steps": 3000, "hit_mean": 1190.37, "hit_sd": 410.62,
+            "restricted_mean": 1215.0, "restricted_sd": 433.0}
+    samples = {"kind": "samples", "config": "B", "sign": "random", "d": 1000, "L": 5000,
+               "runs": 64, "c": 0.001, "measured": 1150.0, "measured_lo": 1100.0,
+               "measured_hi": 1210.0, "iqr": 500.0, "iqr_lo": 400.0, "iqr_hi": 610.0,
+               "reached": 63 / 64, "reached_runs": 63, **hits}
+    law_samples = {"predicted": 1180.3, "predicted_error": 2.2, "law_method": "exact",
+                   "predicted_expansion": 1175.9, "iqr_predicted": 520.4, **law_hit}
+    summary = {"kind": "hits_summary", "config": "C", "sign": "random", "d": 1000, "runs": 960,
+               "seeds": [20, 21], "reached": 935 / 960, "reached_runs": 935, **hits,
+               "hit_mean_lo": 1170.0, "hit_mean_hi": 1210.0, "hit_sd_lo": 390.0,
+               "hit_sd_hi": 430.0}
+    crit = {"kind": "critical", "config": "A", "sign": "fixed", "d": 10_000, "sides": {
+        "1": {"c_chain": 0.06721, "lo": 0.06713, "hi": 0.06729, "steps": 168_629,
+              "c_law_recorded": 0.06793},
+        "-1": {"c_chain": 0.022503, "lo": 0.02244, "hi": 0.02256, "steps": 168_629,
+               "c_law_recorded": 0.02202, "c_chain_q3": 0.02249, "c_chain_q4": 0.02251}}}
+    law_crit = {"1": {"c_law": 0.06793, "c_law_expansion": 0.06793},
+                "-1": {"c_law": 0.02202, "c_law_expansion": 0.02202}}
+    return [samples, summary, crit], [law_samples, law_hit, law_crit]
+
+
+def test_benchmark_tables_recovered_from_the_page_round_trip(tmp_path, bench):
+    """``recover_rows`` reads back from the page's tables what ``table`` wrote into them: the
+    measurements of a samples row (with and without the hitting-time intervals), of a pooled
+    "hits_summary" row and of a critical row (both branches, one with quarters), as printed;
+    ``refine_rows`` narrows the hitting-step moments and the chain's c by the cells that
+    print them against the law, to ranges that hold the values written, so the rows, given
+    the same law's columns, make the same tables. The table refuses rows without the law's
+    columns; a point's rows of kind "hits" replace its summary."""
+    measured, law = _synthetic_rows()
+    no_ci = {k: v for k, v in measured[0].items() if not k.startswith(("hit_mean_", "hit_sd_"))}
+    no_ci.update(d=100)
+    measured.insert(1, no_ci)
+    law.insert(1, law[0])
+
+    def with_law(rows):
+        out = []
+        for r, lw in zip(rows, law):
+            if r["kind"] == "critical":
+                out.append(dict(r, sides={s: {**v, **lw[s]} for s, v in r["sides"].items()}))
+            else:
+                out.append({**r, **lw})
+        return out
+
+    src = tmp_path / "rows.jsonl"
+    _jsonl(src, with_law(measured))
+    text = bench.table([src])
+    assert text.count("\n\n") == 2 and "960 (20+21)" in text
+    page = f"# p\n{bench.DOCS_BEGIN}\n{text}\n{bench.DOCS_END}\n"
+    got = bench.recover_rows(page)
+    assert {r["kind"] for r in got} == {"samples", "hits_summary", "critical"}
+    assert all(r["recovered_from"] == "docs table" for r in got)
+    key = {bench.row_key(r): r for r in got}
+    printed = [dict(r, hit_mean=round(r["hit_mean"]), hit_sd=round(r["hit_sd"]))
+               if "hit_mean" in r else r for r in measured]
+    printed[-1] = dict(measured[-1], sides=dict(measured[-1]["sides"]))
+    printed[-1]["sides"]["-1"] = dict(printed[-1]["sides"]["-1"], c_chain=0.0225)
+    for r in printed:
+        g = {k: v for k, v in key[bench.row_key(r)].items()
+             if k not in ("recovered_from", "precision")}
+        assert g == r
+    rec = tmp_path / "recovered.jsonl"
+    _jsonl(rec, got)
+    with pytest.raises(ValueError, match="--repredict"):
+        bench.table([rec])
+    got = [key[bench.row_key(r)] for r in measured]
+    fine = bench.refine_rows(got, page, with_law(got))
+    for r, f in zip(measured, fine):
+        for k, v in (r["sides"]["-1"] if "sides" in r else r).items():
+            rng = (f["sides"]["-1"] if "sides" in r else f)["refined"].get(k)
+            if rng is not None:
+                assert rng[0] <= v <= rng[1] and rng[1] - rng[0] < (1.0 if v > 1 else 1e-5)
+    _jsonl(rec, with_law(fine))
+    assert bench.table([rec]) == text
+    with pytest.raises(ValueError, match="law"):
+        bench.refine_rows(got, page, with_law(got)[:-1] + [
+            dict(got[-1], sides={s: dict(v, c_law=0.03) for s, v in got[-1]["sides"].items()})])
+    hits = dict(measured[2], kind="hits", hits=[100.0, 200.0, float("nan")],
+                horizon_steps=3000, seed=[5, "scaling_law", "escapeC", 1000])
+    pooled = [r for r in bench.hit_rows(with_law(measured)[:3] + [hits])
+              if r["source"] == "hits"]
+    assert [(r["runs"], r["seeds"]) for r in pooled] == [(3, [5])]
+
+
+def test_benchmark_committed_measurements_parse(bench):
+    """The committed measurements (``benchmarks/data/scaling/measured.jsonl``) parse into the
+    rows the page's tables show: 22 samples points, the two pooled hitting-time points as
+    summaries, seven critical-c points; the hitting-time table has a row for each of the
+    24."""
+    rows = bench.read_rows([bench.MEASURED])
+    kinds = [r["kind"] for r in rows]
+    assert (kinds.count("samples"), kinds.count("hits_summary"), kinds.count("critical")) \
+        == (22, 2, 7)
+    hit = bench.hit_rows(rows)
+    assert len(hit) == 24
+    assert sorted(r["runs"] for r in hit if r["source"] == "hits") == [960, 5120]
+    for r in rows:
+        if r["kind"] != "critical":
+            assert 0 < r["reached"] <= 1 and r["horizon_steps"] > 0
+            assert r["reached_runs"] == round(r["reached"] * r["runs"])
 
 
 def test_critical_c_brackets_the_chain(slice_laws, chain_simulate):
