@@ -11,8 +11,11 @@ with the modified drift ``ĝ = g − ½ g g'`` (whose flow's time-one map is the
 problems share the grid: the law of ``ρ_t`` on ``[−1, 1]`` (no flux through ``±1``), whose
 ``E|ρ_t|`` gives the samples, and the law of the runs that have not yet reached ``|ρ| = X``,
 on ``(−X, X)`` with absorbing ends, whose mass ``S(t)`` is the survival function of the hitting
-step. Unlike the linear-noise law of :mod:`.escape` (every step's noise mapped to one Gaussian
-perturbation of the start) this keeps when the noise acts and what it does to the mean.
+step. A chain watched once per step crosses a level later than its diffusion does: the density
+vanishes ``0.5826 √v`` beyond ``±X`` (``−ζ(1/2)/√(2π)``, the continuity correction of a
+discretely monitored barrier). Unlike the linear-noise law of :mod:`.escape` (every step's
+noise mapped to one Gaussian perturbation of the start) this keeps when the noise acts and what
+it does to the mean.
 
 Scheme. Finite volumes on cells whose edges include ``±1``, ``±X`` and ``0`` (so that ``|ρ|``
 is linear on every cell and the exit is at a face), with Scharfetter–Gummel fluxes: at a face
@@ -97,8 +100,8 @@ class ChainGrid:
     stopped by one of its rules, not at the step cap. Mass left in ``(−X, X)`` at the end
     leaves it at the constant rate ``tail_rate`` (the survival's decay rate over the last
     ``10/r`` steps) where that rate is at least ``r/10`` (``r`` the drift's largest rate) — the
-    tail of an escape, whose rate is the drift's — and otherwise has not reached the target (``tail_rate`` 0: a basin the noise leaves only on a
-    far longer time scale)."""
+    tail of an escape, whose rate is the drift's — and otherwise has not reached the target
+    (``tail_rate`` 0: a basin the noise leaves only on a far longer time scale)."""
 
     t: np.ndarray
     mean_abs: np.ndarray

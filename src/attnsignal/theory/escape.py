@@ -1,6 +1,10 @@
 """The law of a slow one-dimensional chain with small noise: hitting times and mean ``|ρ|``
 (``docs/scaling.md``, "The law of a run").
 
+:func:`hitting_law` evolves the chain's law on a grid (:mod:`.chain_grid`, ``noise="grid"``,
+and by default where the grid resolves the runs' spread) or builds the linear-noise law below
+(``noise="linear"``); the flow below serves both (the escape law, the median path).
+
 The alignment moves by steps with mean ``g(ρ)`` and variance ``v(ρ)`` (both small; per step,
 time-homogeneous) from an initial law of ``ρ0``. Per run:
 
@@ -123,7 +127,8 @@ class EscapeLaw:
     initial_sd, noise_sd : its two parts (``σ_A² = initial_sd² + noise_sd²``)
     offset : ``E[A]`` (``E ρ0 − ρ_c``)
     c_plus, c_minus : the constants ``C_±`` (steps)
-    mean, sd : the hitting time of ``|ρ| = X`` by quadrature over the effective start
+    mean, sd : the law's hitting time of ``|ρ| = X`` (``hit_mean``, ``hit_sd``: the grid's, or
+        the linear-noise law's quadrature over the effective start)
     mean_closed, sd_closed : the closed forms ``(1/λ)[ln(X/σ_A) + (γ_E + ln 2)/2] + (C_+ + C_−)/2``
         and ``√(π²/8 + (λ(C_+ − C_−)/2)²)/λ`` (centred amplitude, ``ρ_c`` neglected against ``X``)
     """
@@ -174,6 +179,8 @@ class HittingLaw:
     reachable : whether the long-run mean ``|ρ|`` reaches ``X`` (``mean_limit >= X``)
     mean_limit : ``Σ w |ρ_∞|`` over the nodes (where each node's flow settles)
     samples : the first (real) step ``k`` with ``E|ρ_k| >= X`` (``inf`` if never)
+    noise : the treatment of the noise the law used, "grid" or "linear" (:func:`hitting_law`)
+    grid_error : with the grid, its estimate of its samples' relative error (NaN otherwise)
     hit_fraction : weight of the runs whose ``|ρ|`` reaches ``X``
     hit_mean, hit_sd : mean and standard deviation of those runs' hitting steps, with no
         horizon; a simulation of ``H`` steps sees the law of :meth:`hit_moments` ``(H)``
@@ -223,7 +230,8 @@ class HittingLaw:
     def median_path(self, n: int = 160) -> tuple[np.ndarray, np.ndarray]:
         """The path of the run with the median hitting step (among those that reach the
         target): ``n`` step indices from 0 to 1.5 × its hitting step, geometrically spaced,
-        and its alignment there."""
+        and its alignment there — the flow's, from the effective start of the linear-noise law
+        (whichever ``noise``: a path is the flow's)."""
         reach = np.isfinite(self._hit)
         if not reach.any():
             raise ValueError("no run reaches the target")
@@ -247,9 +255,11 @@ class HittingLaw:
         fraction (``docs/scaling.md``, "Measuring": leaving out the slowest 2.6 % of the runs
         shrinks the standard deviation by 17 % there).
 
-        Quadrature over the law's nodes of the effective start; a node counts as reached when
-        its hitting step is at most ``H`` (the nodes are dense where ``T`` is large: geometric
-        around the unstable root). Raises ``ValueError`` for a horizon that is not positive."""
+        With the grid: the masses of its survival function (:func:`_grid_hits`, the interval
+        holding ``H`` split there). Else a quadrature over the law's nodes of the effective
+        start; a node counts as reached when its hitting step is at most ``H`` (the nodes are
+        dense where ``T`` is large: geometric around the unstable root). Raises
+        ``ValueError`` for a horizon that is not positive."""
         H = float(horizon)
         if not H > 0:
             raise ValueError(f"horizon must be > 0, got {horizon!r}")
@@ -268,7 +278,9 @@ class HittingLaw:
         return HitMoments(H, frac, mean, math.sqrt(max(c2, 0.0)), kurt, rmean, rsd)
 
     def hitting_quantile(self, p: np.ndarray) -> np.ndarray:
-        """Quantiles of the hitting step over all runs (``inf`` beyond ``hit_fraction``)."""
+        """Quantiles of the hitting step over all runs (``inf`` beyond ``hit_fraction``); with
+        the grid, its survival function inverted (linear between its times, the exponential
+        tail beyond the last)."""
         p = np.atleast_1d(np.asarray(p, dtype=np.float64))
         if self._grid is not None:
             gr = self._grid

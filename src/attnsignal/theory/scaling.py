@@ -24,8 +24,9 @@ The law at a dimension (:meth:`ScalingLaw.law`) is exact in ``d`` up to Monte-Ca
 ``(1 − ρ²) Var g_e`` from the polynomial moments, combined by :func:`.escape.hitting_law` (the
 law of the chain with that mean step and variance from the uniform start's law, evolved on a
 grid, :mod:`.chain_grid`; where the grid does not resolve the runs' spread, the flow of the
-modified drift with the noise as an equivalent perturbation of the start). At fixed ``L`` one set of moments serves every ``d``; on the
-proportional path each ``d`` has its own ``L`` and its own moments. Where that mean step
+modified drift with the noise as an equivalent perturbation of the start). At fixed ``L`` one
+set of moments serves every ``d``; on the proportional path each ``d`` has its own ``L`` and its
+own moments. Where that mean step
 ``ηF − η²κ`` is off the exact one-step mean by more than 1 % of the step (at ``L = 5000``,
 ``β = 1`` it is off by 3–8 % at ``η ≈ 10⁻⁴``: heavy-tailed gradients), the law takes the exact
 one-step mean and variance at the law's step instead (``method="auto"``,
