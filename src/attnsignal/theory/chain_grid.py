@@ -327,7 +327,7 @@ def evolve(g_hat: Fn, v: Fn, d: int, target: float, roots: np.ndarray, time_scal
         if n > window:
             still = abs(mf[-1] - mf[-1 - window]) < 1e-7
             decay = (sf[-1 - window] - sf[-1]) / (window * dt * max(sf[-1], 1e-300))
-            if still and decay < 1e-3 * rate:
+            if still and decay <= 1e-3 * rate:
                 settled = True
                 break
     else:
