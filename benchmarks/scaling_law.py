@@ -29,8 +29,15 @@ which then replace it); rows with ``"recovered_from"`` were read back from the p
 ``--repredict``, which adds the law's columns. Usage::
 
     nice -n 10 python benchmarks/scaling_law.py [--configs A,B,C] [--dims 1e2,1e3,1e4,1e5]
-        [--runs 64] [--critical] [--escape config:sign:d:runs:steps] [--out FILE]
+        [--runs 64] [--c C --out FILE] [--critical] [--escape config:sign:d:runs:steps]
+        [--out FILE]
     python benchmarks/scaling_law.py --repredict /tmp/table.jsonl --docs docs/scaling.md
+
+``--repredict`` recomputes the law's columns of stored rows with the current law (a row's own
+``c``), with the linear-noise law's samples beside them (``predicted_linear``) and the noise
+treatment the law took (``law_noise``). ``--c`` (a step constant other than the
+configuration's) needs its own ``--out``: the table keys a point by configuration, sign and
+``d``, so such a row in the committed file would replace the table's measurement.
 """
 
 from __future__ import annotations
@@ -71,10 +78,13 @@ MEASURED = Path(__file__).resolve().parent / "data" / "scaling" / "measured.json
 
 
 @functools.lru_cache(maxsize=None)
-def _law(name: str, sign: str):
-    """The law of a configuration and sign, made once per process (its moments are cached
-    inside it)."""
+def _law(name: str, sign: str, c: float | None = None):
+    """The law of a configuration and sign (with the step constant ``c``, default the
+    configuration's), made once per process (its moments are cached inside it and shared with
+    the other ``c``)."""
     cfg = CONFIGS[name]
+    if c is not None and c != cfg["c"][sign]:
+        return _law(name, sign).with_c(c)
     m = asg.ModelConfig(signal_sign=sign, **cfg["model"])
     return scaling_law(m, target=cfg["target"], c=cfg["c"][sign], path=cfg["path"],
                        n_samples=cfg["n_samples"], seed=1)
@@ -511,7 +521,7 @@ def repredict(files: list[Path], out: Path) -> None:
     rows = read_rows(files)
     with out.open("w") as f:
         for r in rows:
-            law, d = _law(r["config"], r["sign"]), int(r["d"])
+            law, d = _law(r["config"], r["sign"], r.get("c")), int(r["d"])
             if r["kind"] in ("hits", "hits_summary"):
                 r.update(law_columns(law, d, horizon_steps(r)))
             if r["kind"] == "critical":
@@ -535,7 +545,9 @@ def repredict(files: list[Path], out: Path) -> None:
                     r["restricted_mean"], r["restricted_sd"] = restricted_from_moments(r, H)
                 r.update(law_columns(law, d, H),  # LAW_KEYS among them
                          predicted_expansion=replace(law, method="expansion",
-                                                     _laws={}).samples(d))
+                                                     _laws={}).samples(d),
+                         predicted_linear=replace(law, noise="linear", _laws={}).samples(d),
+                         law_noise=law.law(d).noise)
                 print(r["config"], r["sign"], d, r["law_method"], r.get("predicted_before"),
                       r["predicted"], r["measured"], flush=True)
             f.write(json.dumps(r) + "\n")
@@ -696,6 +708,9 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=64)
     ap.add_argument("--runs-at", default="", help="d:runs,... overriding --runs at some d")
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--c", type=float, default=None,
+                    help="the step constant of every samples point (default: the "
+                         "configuration's); use another --out per c (rows key by point)")
     ap.add_argument("--horizon", type=float, default=None,
                     help="simulate this many times the predicted samples (default: 3, or 1.6 "
                          "for points above 5e9 token updates); the per-run hitting-time "
@@ -729,6 +744,9 @@ def main() -> None:
                     "(measurements unchanged), and make the table from FILE alone")
     a = ap.parse_args()
     out = Path(a.out)
+    if a.c is not None and out.resolve() == MEASURED:
+        ap.error(f"--c: needs an --out other than {MEASURED} (the table keys a point by "
+                 f"configuration, sign and d); received --c {a.c} with the default --out")
     out.parent.mkdir(parents=True, exist_ok=True)
     if a.recover_from_docs:
         import tempfile
@@ -755,7 +773,7 @@ def main() -> None:
                     runs = _runs_at(a.runs_at, a.runs).get(d, a.runs)
                     if ("samples", name, sign, d, a.seed, runs, None) in done:
                         continue
-                    row = point(name, sign, _law(name, sign), d, runs, a.seed, a.horizon)
+                    row = point(name, sign, _law(name, sign, a.c), d, runs, a.seed, a.horizon)
                     _append(out, row)
                     print(json.dumps(row), flush=True)
         for spec in filter(None, a.escape.split(",")):

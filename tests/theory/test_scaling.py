@@ -195,6 +195,27 @@ def test_law_matches_the_chain_on_a_cheap_slice(slice_laws, chain_simulate):
             assert lo - slack <= pred <= hi + slack, (sign, d, pred, ms.samples, ms.interval)
 
 
+def test_the_law_of_a_run_takes_the_scaling_laws_noise_treatment(slice_laws):
+    """``scaling_law(noise=...)`` reaches ``hitting_law``: each treatment's samples are those of
+    ``hitting_law`` on the law's own mean step and variance (to rounding), and by default the
+    fixed sign at d = 100 (a noise share of about 0.5: the grid resolves its spread) takes the
+    grid, whose samples differ from the linear law's by more than 1 % there."""
+    from dataclasses import replace
+
+    from attnsignal.theory.escape import hitting_law
+
+    law = slice_laws["fixed"]
+    g, v, _ = law._step_drift(100, law.c)
+    got = {}
+    for noise in ("grid", "linear"):
+        ref = hitting_law(g, v, 100, 0.5, noise=noise)
+        got[noise] = replace(law, noise=noise, _laws={}).law(100)
+        assert got[noise].noise == noise
+        assert got[noise].samples == pytest.approx(ref.samples, rel=1e-12)
+    assert law.noise == "auto" and law.law(100).noise == "grid"
+    assert abs(got["grid"].samples / got["linear"].samples - 1) > 0.01
+
+
 def test_censored_hit_statistics_match_exponential_closed_forms():
     """``hit_statistics`` on synthetic hitting steps ``T ~ Exp(μ)`` censored at ``H``
     (``μ = 1000``, ``H = 1500``: 22 % censored): ``hit_mean``, ``hit_sd`` estimate the moments
@@ -511,6 +532,8 @@ def test_bad_input_is_one_line():
         scaling_law(m, target=0.5, c=-1.0)
     with pytest.raises(ConfigError, match="^method:"):
         scaling_law(m, target=0.5, c=0.1, method="exact", schedule="optimal")
+    with pytest.raises(ConfigError, match="^noise:"):
+        scaling_law(m, target=0.5, c=0.1, noise="gaussian")
 
 
 def test_the_law_at_large_d_tends_to_the_fixed_L_limit(slice_laws, random_limit):

@@ -1,6 +1,10 @@
 """The law of a slow one-dimensional chain with small noise: hitting times and mean ``|ρ|``
 (``docs/scaling.md``, "The law of a run").
 
+:func:`hitting_law` evolves the chain's law on a grid (:mod:`.chain_grid`, ``noise="grid"``,
+and by default where the grid resolves the runs' spread) or builds the linear-noise law below
+(``noise="linear"``); the flow below serves both (the escape law, the median path).
+
 The alignment moves by steps with mean ``g(ρ)`` and variance ``v(ρ)`` (both small; per step,
 time-homogeneous) from an initial law of ``ρ0``. Per run:
 
@@ -52,6 +56,10 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.special import expit
 
+from ..config import ConfigError
+from .chain_grid import SURVIVAL_TOL as GRID_SURVIVAL_TOL
+from .chain_grid import ChainGrid, _deriv, evolve
+
 __all__ = ["HitMoments", "HittingLaw", "EscapeLaw", "hitting_law", "start_density",
            "stationary_shift", "settled_mean"]
 
@@ -77,13 +85,6 @@ def stationary_shift(gh: Fn, v: Fn, root: float) -> float:
     if not g1 < 0:
         return 0.0
     return float(g2 * v(np.array([root]))[0] / (4.0 * g1 * g1))
-
-
-def _deriv(f: Fn, x: np.ndarray) -> np.ndarray:
-    h = 1e-6
-    lo = np.clip(x - h, -1.0, 1.0)
-    hi = np.clip(x + h, -1.0, 1.0)
-    return (f(hi) - f(lo)) / (hi - lo)
 
 
 @dataclass(frozen=True, eq=False)
@@ -126,7 +127,8 @@ class EscapeLaw:
     initial_sd, noise_sd : its two parts (``σ_A² = initial_sd² + noise_sd²``)
     offset : ``E[A]`` (``E ρ0 − ρ_c``)
     c_plus, c_minus : the constants ``C_±`` (steps)
-    mean, sd : the hitting time of ``|ρ| = X`` by quadrature over the effective start
+    mean, sd : the law's hitting time of ``|ρ| = X`` (``hit_mean``, ``hit_sd``: the grid's, or
+        the linear-noise law's quadrature over the effective start)
     mean_closed, sd_closed : the closed forms ``(1/λ)[ln(X/σ_A) + (γ_E + ln 2)/2] + (C_+ + C_−)/2``
         and ``√(π²/8 + (λ(C_+ − C_−)/2)²)/λ`` (centred amplitude, ``ρ_c`` neglected against ``X``)
     """
@@ -177,6 +179,8 @@ class HittingLaw:
     reachable : whether the long-run mean ``|ρ|`` reaches ``X`` (``mean_limit >= X``)
     mean_limit : ``Σ w |ρ_∞|`` over the nodes (where each node's flow settles)
     samples : the first (real) step ``k`` with ``E|ρ_k| >= X`` (``inf`` if never)
+    noise : the treatment of the noise the law used, "grid" or "linear" (:func:`hitting_law`)
+    grid_error : with the grid, its estimate of its samples' relative error (NaN otherwise)
     hit_fraction : weight of the runs whose ``|ρ|`` reaches ``X``
     hit_mean, hit_sd : mean and standard deviation of those runs' hitting steps, with no
         horizon; a simulation of ``H`` steps sees the law of :meth:`hit_moments` ``(H)``
@@ -198,14 +202,21 @@ class HittingLaw:
     _theta0: np.ndarray = field(repr=False)
     _hit: np.ndarray = field(repr=False)
     _intervals: tuple = field(repr=False)
+    noise: str = "linear"
+    grid_error: float = math.nan
+    _grid: ChainGrid | None = field(default=None, repr=False)
 
     @property
     def reachable(self) -> bool:
         return bool(np.isfinite(self.samples))
 
     def mean_abs(self, k: np.ndarray) -> np.ndarray:
-        """``E|ρ_k|`` at the steps ``k`` (real, ``>= 0``)."""
+        """``E|ρ_k|`` at the steps ``k`` (real, ``>= 0``); with the grid's noise, interpolated
+        between its times and held at its last value beyond them (where the law has
+        settled)."""
         k = np.atleast_1d(np.asarray(k, dtype=np.float64))
+        if self._grid is not None:
+            return np.interp(k, self._grid.t, self._grid.mean_abs)
         out = np.zeros(k.shape)
         for i, iv in enumerate(self._intervals):
             sel = self._which == i
@@ -219,7 +230,8 @@ class HittingLaw:
     def median_path(self, n: int = 160) -> tuple[np.ndarray, np.ndarray]:
         """The path of the run with the median hitting step (among those that reach the
         target): ``n`` step indices from 0 to 1.5 × its hitting step, geometrically spaced,
-        and its alignment there."""
+        and its alignment there — the flow's, from the effective start of the linear-noise law
+        (whichever ``noise``: a path is the flow's)."""
         reach = np.isfinite(self._hit)
         if not reach.any():
             raise ValueError("no run reaches the target")
@@ -243,17 +255,22 @@ class HittingLaw:
         fraction (``docs/scaling.md``, "Measuring": leaving out the slowest 2.6 % of the runs
         shrinks the standard deviation by 17 % there).
 
-        Quadrature over the law's nodes of the effective start; a node counts as reached when
-        its hitting step is at most ``H`` (the nodes are dense where ``T`` is large: geometric
-        around the unstable root). Raises ``ValueError`` for a horizon that is not positive."""
+        With the grid: the masses of its survival function (:func:`_grid_hits`, the interval
+        holding ``H`` split there). Else a quadrature over the law's nodes of the effective
+        start; a node counts as reached when its hitting step is at most ``H`` (the nodes are
+        dense where ``T`` is large: geometric around the unstable root). Raises
+        ``ValueError`` for a horizon that is not positive."""
         H = float(horizon)
         if not H > 0:
             raise ValueError(f"horizon must be > 0, got {horizon!r}")
-        t, w = self._hit, self._weights / self._weights.sum()
+        if self._grid is not None:
+            t, w = _grid_hits(self._grid, H)
+        else:
+            t, w = self._hit, self._weights / self._weights.sum()
         ok = t <= H
         frac, mean, c2, c4 = _weighted_moments(t[ok], w[ok])
         kurt = c4 / (c2 * c2) - 3.0 if c2 > 0 else math.nan
-        if math.isinf(H) and frac < 1.0:
+        if math.isinf(H) and frac < 1.0 - 1e-12:
             rmean = rsd = math.inf
         else:
             _, rmean, rc2, _ = _weighted_moments(np.minimum(t, H), w)
@@ -261,8 +278,24 @@ class HittingLaw:
         return HitMoments(H, frac, mean, math.sqrt(max(c2, 0.0)), kurt, rmean, rsd)
 
     def hitting_quantile(self, p: np.ndarray) -> np.ndarray:
-        """Quantiles of the hitting step over all runs (``inf`` beyond ``hit_fraction``)."""
+        """Quantiles of the hitting step over all runs (``inf`` beyond ``hit_fraction``); with
+        the grid, its survival function inverted (linear between its times, the exponential
+        tail beyond the last)."""
         p = np.atleast_1d(np.asarray(p, dtype=np.float64))
+        if self._grid is not None:
+            gr = self._grid
+            F = 1.0 - gr.survival
+            idx = np.searchsorted(F, p, side="left")
+            j = np.clip(idx, 1, F.size - 1)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                tq = gr.t[j - 1] + (p - F[j - 1]) / (F[j] - F[j - 1]) * (gr.t[j] - gr.t[j - 1])
+            beyond = np.inf
+            if gr.tail_rate > 0 or gr.survival[-1] < GRID_SURVIVAL_TOL:
+                mu = gr.tail_rate if gr.tail_rate > 0 else math.inf
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    beyond = gr.t[-1] + np.log(gr.survival[-1] / np.maximum(1.0 - p, 1e-300)) / mu
+                beyond = np.where(p < 1.0, np.maximum(beyond, gr.t[-1]), np.inf)
+            return np.where(p <= F[0], 0.0, np.where(p <= F[-1], tq, beyond))
         order = np.argsort(self._hit)
         t = self._hit[order]
         cw = np.cumsum(self._weights[order])
@@ -380,6 +413,37 @@ def _start_nodes(d: int, veq_of: Fn, roots: np.ndarray, stable: np.ndarray
     return x, w / w.sum()
 
 
+def _grid_hits(grid: ChainGrid, horizon: float = math.inf) -> tuple[np.ndarray, np.ndarray]:
+    """The hitting step's law of the grid as point masses: the start's mass at ``|ρ| >= X`` at
+    0, the mass that leaves ``(−X, X)`` between consecutive times at their midpoint (the
+    interval holding ``horizon`` split there, each part at its own midpoint), and the mass
+    left inside at the end: below the evolution's tolerance at the last time; with a tail rate
+    ``μ`` as an exponential tail from the last time (8-point Gauss–Laguerre nodes
+    ``t_end + x_k/μ``); else at ``inf`` (never reached)."""
+    t, S = grid.t, grid.survival
+    lo, hi, m = t[:-1], t[1:], S[:-1] - S[1:]
+    H = float(horizon)
+    j = int(np.searchsorted(t, H, side="left")) - 1
+    times = [np.array([0.0]), 0.5 * (lo + hi)]
+    mass = [np.array([1.0 - S[0]]), m.copy()]
+    if 0 <= j < lo.size and lo[j] < H < hi[j]:
+        f = (H - lo[j]) / (hi[j] - lo[j])
+        times.append(np.array([0.5 * (lo[j] + H), 0.5 * (H + hi[j])]))
+        mass.append(np.array([f * m[j], (1.0 - f) * m[j]]))
+        mass[1][j] = 0.0
+    if S[-1] < GRID_SURVIVAL_TOL:
+        times.append(t[-1:])
+        mass.append(S[-1:])
+    elif grid.tail_rate > 0:
+        x, w = np.polynomial.laguerre.laggauss(8)
+        times.append(t[-1] + x / grid.tail_rate)
+        mass.append(S[-1] * w)
+    else:
+        times.append(np.array([math.inf]))
+        mass.append(S[-1:])
+    return np.concatenate(times), np.maximum(np.concatenate(mass), 0.0)
+
+
 def _weighted_moments(t: np.ndarray, w: np.ndarray) -> tuple[float, float, float, float]:
     """The mass ``Σw``, mean ``Σ w t / Σw`` and central second and fourth moments
     ``Σ w (t − mean)^k / Σw`` of the values ``t`` under the weights ``w`` (not normalised):
@@ -392,11 +456,35 @@ def _weighted_moments(t: np.ndarray, w: np.ndarray) -> tuple[float, float, float
     return mass, mean, float(w @ dev ** 2 / mass), float(w @ dev ** 4 / mass)
 
 
-def hitting_law(g: Fn, v: Fn, d: int, target: float, *, modified: bool = True) -> HittingLaw:
+#: the treatments of the noise in :func:`hitting_law`
+NOISES = ("auto", "grid", "linear")
+#: ``noise="auto"`` keeps the grid where its two grids' hitting-time spreads agree to this
+#: fraction (the runs' spread is resolved)
+GRID_SPREAD_RTOL = 0.05
+
+
+def hitting_law(g: Fn, v: Fn, d: int, target: float, *, modified: bool = True,
+                noise: str = "auto") -> HittingLaw:
     """The law of the runs of a chain with per-step mean ``g`` and variance ``v`` (vectorised
     callables on ``[−1, 1]``) from a uniform start on ``S^{d−1}``, for the level
     ``|ρ| = target`` (module docstring). ``modified=False`` uses ``g`` itself as the flow's
-    drift (the continuum limit) instead of ``ĝ = g − ½ g g'``."""
+    drift (the continuum limit) instead of ``ĝ = g − ½ g g'``.
+
+    noise : "grid" — the law of the chain evolved on a grid (:mod:`.chain_grid`): ``samples``,
+        ``mean_abs``, ``hit_fraction``, ``hit_mean``, ``hit_sd``, :meth:`HittingLaw.hit_moments`
+        and :meth:`HittingLaw.hitting_quantile` are the grid's, ``grid_error`` its estimated
+        relative error of the samples; ``escape``'s rate, amplitude, constants and closed forms
+        and :meth:`HittingLaw.median_path` stay those of the flow. "linear" — the noise as one
+        Gaussian perturbation of the start (module docstring). "auto" (default) — the grid
+        where it resolves the runs' spread (its two grids' standard deviations of the hitting
+        step within 5 %), else the linear law: where the runs' spread is far below their time
+        scale (a nearly deterministic transit) the grid's numerical diffusion would set it,
+        and the linear law, whose deterministic part is exact, is kept. ``noise`` of the
+        result says which was used.
+
+    Raises ConfigError for a ``noise`` not in ("auto", "grid", "linear")."""
+    if noise not in NOISES:
+        raise ConfigError("noise", f"must be one of {NOISES}", noise)
     if modified:
         def gh(x: np.ndarray) -> np.ndarray:
             gx = g(x)
@@ -448,6 +536,18 @@ def hitting_law(g: Fn, v: Fn, d: int, target: float, *, modified: bool = True) -
     law = HittingLaw(target, roots, stable, mean_limit, float("inf"), frac, hm, hs, None,
                      xs, ws, which, th0, hit, intervals)
     samples = _first_crossing(law, target) if mean_limit >= target else float("inf")
+    if noise != "linear":
+        scale = samples if math.isfinite(samples) and samples > 0 else hm
+        grid = evolve(gh, v, d, target, roots, scale if math.isfinite(scale) else math.inf)
+    if noise == "grid" or (noise == "auto" and grid.spread_error <= GRID_SPREAD_RTOL):
+        th, wh = _grid_hits(grid)
+        ok = np.isfinite(th)
+        frac, hm, c2, _ = _weighted_moments(th[ok], wh[ok])
+        hs = math.sqrt(max(c2, 0.0))
+        samples = grid.samples
+        for k, val in (("_grid", grid), ("noise", "grid"), ("grid_error", grid.error),
+                       ("hit_fraction", frac), ("hit_mean", hm), ("hit_sd", hs)):
+            object.__setattr__(law, k, val)
     sd0 = 1.0 / math.sqrt(d)
     esc = _escape(law, gh, v, sd0, target, intervals, roots, stable)
     object.__setattr__(law, "samples", samples)

@@ -22,9 +22,11 @@ finite-step term; what stays random is the start — ``ρ0 ~ N(0, 1/d)`` — amp
 The law at a dimension (:meth:`ScalingLaw.law`) is exact in ``d`` up to Monte-Carlo error and the
 ``O(η³)`` remainder: the drift from the quadrature of :mod:`.exact`, ``κ`` and the alignment noise
 ``(1 − ρ²) Var g_e`` from the polynomial moments, combined by :func:`.escape.hitting_law` (the
-flow of the modified drift from the uniform start's law, with the noise as an equivalent
-perturbation of the start). At fixed ``L`` one set of moments serves every ``d``; on the
-proportional path each ``d`` has its own ``L`` and its own moments. Where that mean step
+law of the chain with that mean step and variance from the uniform start's law, evolved on a
+grid, :mod:`.chain_grid`; where the grid does not resolve the runs' spread, the flow of the
+modified drift with the noise as an equivalent perturbation of the start). At fixed ``L`` one
+set of moments serves every ``d``; on the proportional path each ``d`` has its own ``L`` and its
+own moments. Where that mean step
 ``ηF − η²κ`` is off the exact one-step mean by more than 1 % of the step (at ``L = 5000``,
 ``β = 1`` it is off by 3–8 % at ``η ≈ 10⁻⁴``: heavy-tailed gradients), the law takes the exact
 one-step mean and variance at the law's step instead (``method="auto"``,
@@ -56,7 +58,7 @@ from ..config import ConfigError, ConstantStep, ModelConfig, PiecewiseStep, Sche
 from ..validation import Integer, OneOf, Optional, Real, validated
 from ._checks import MODEL, SEED, TARGET, UPDATE
 from .dimension_moments import DimensionMoments, dimension_moments
-from .escape import HittingLaw, hitting_law, settled_mean
+from .escape import NOISES, HittingLaw, hitting_law, settled_mean
 from .field import dphi_interpolant
 from .moments import one_step_moments
 from .settled import StepMoments, stationary_mean_abs, step_moments
@@ -236,6 +238,8 @@ class ScalingLaw:
     target : the mean ``|ρ|`` to reach;  c : the step constant (``η = c s(d, L)``)
     schedule : "constant" | "optimal";  path : "fixed_L" | "proportional";  update
     method : the law's mean step and noise: "auto" | "expansion" | "exact" (:meth:`law_method`)
+    noise : the law of a run's treatment of the noise: "auto" | "grid" | "linear"
+        (:func:`.escape.hitting_law`)
     """
 
     model: ModelConfig
@@ -247,6 +251,7 @@ class ScalingLaw:
     n_samples: int
     seed: Any
     method: str = "auto"
+    noise: str = "auto"
     _moments: dict = field(default_factory=dict, repr=False)
     _exact: dict = field(default_factory=dict, repr=False)
     _laws: dict = field(default_factory=dict, repr=False)
@@ -434,18 +439,20 @@ class ScalingLaw:
         (:meth:`_exact_table`; ``shift`` standard errors of the mean taken off ``|m|``)."""
         return self._exact_table(d, c).at(self.step_size(d, c), shift)
 
-    def _law(self, d: int, c: float, shift: float = 0.0, method: str | None = None
-             ) -> HittingLaw:
+    def _law(self, d: int, c: float, shift: float = 0.0, method: str | None = None,
+             noise: str | None = None) -> HittingLaw:
         """The law of a run at ``d`` and ``c`` with the mean step and noise of ``method``
-        (default: :meth:`law_method`'s choice)."""
+        (default: :meth:`law_method`'s choice), the noise treated as ``noise`` (default: this
+        law's)."""
         how = method or self.law_method(d, c)
-        key = (int(d), float(c), float(shift), how)
+        noise = noise or self.noise
+        key = (int(d), float(c), float(shift), how, noise)
         if key not in self._laws:
             if how == "exact":
                 g, v = self._exact_moments(d, c, shift)
             else:
                 g, v, _ = self._step_drift(d, c, shift)
-            self._laws[key] = hitting_law(g, v, self.model_at(d).d, self.target)
+            self._laws[key] = hitting_law(g, v, self.model_at(d).d, self.target, noise=noise)
         return self._laws[key]
 
     def law(self, d: int) -> HittingLaw:
@@ -463,9 +470,11 @@ class ScalingLaw:
     def samples_error(self, d: int) -> float:
         """Monte-Carlo error of :meth:`samples` at ``d``: half the change when ``κ`` (with the
         exact one-step moments, :meth:`law_method`: the mean step) moves by ``±1`` standard
-        error at every alignment (fully correlated: an upper estimate)."""
-        lo = self._law(int(d), self.c, -1.0).samples
-        hi = self._law(int(d), self.c, 1.0).samples
+        error at every alignment (fully correlated: an upper estimate) — in the linear-noise
+        law (``noise="linear"``), whose samples respond to the mean step as the grid's do (both
+        have the same flow) at a tenth of the cost."""
+        lo = self._law(int(d), self.c, -1.0, noise="linear").samples
+        hi = self._law(int(d), self.c, 1.0, noise="linear").samples
         return 0.5 * abs(hi - lo)
 
     # ---------------------------------------------------------------- c critical / optimal
@@ -696,10 +705,12 @@ _SCHEDULE = OneOf(*SCHEDULES)
 
 
 @validated(model=MODEL, target=TARGET, c=Optional(Real(gt=0.0)), schedule=_SCHEDULE,
-           path=_PATH, update=UPDATE, n_samples=Integer(ge=100), seed=SEED, method=_METHOD)
+           path=_PATH, update=UPDATE, n_samples=Integer(ge=100), seed=SEED, method=_METHOD,
+           noise=OneOf(*NOISES))
 def scaling_law(model: ModelConfig, *, target: float, c: float | None = None,
                 schedule: str = "constant", path: str = "fixed_L", update: str = "projected",
-                n_samples: int = 4000, seed: int = 0, method: str = "auto") -> ScalingLaw:
+                n_samples: int = 4000, seed: int = 0, method: str = "auto",
+                noise: str = "auto") -> ScalingLaw:
     """The sample-complexity law of ``model``'s path (module docstring; ``docs/scaling.md``).
 
     Parameters
@@ -715,6 +726,9 @@ def scaling_law(model: ModelConfig, *, target: float, c: float | None = None,
     method : the mean step and noise of the law of a run — "auto" (the expansion's where it
         is within 1 % of the exact one-step mean, :meth:`ScalingLaw.law_method`), "expansion"
         or "exact" (the latter for the constant schedule only)
+    noise : the law of a run's noise — "auto" (the chain's law evolved on a grid where the grid
+        resolves the runs' spread, else the linear-noise law), "grid" or "linear"
+        (:func:`.escape.hitting_law`)
 
     Raises
     ------
@@ -728,7 +742,7 @@ def scaling_law(model: ModelConfig, *, target: float, c: float | None = None,
         raise ConfigError("model.d", "must be >= 4 for a scaling law (the moments use χ²_{d−3})",
                           model.d)
     law = ScalingLaw(model, float(target), 1.0, "constant", path, update, int(n_samples), seed,
-                     method)
+                     method, noise)
     if c is None:
         copt = law.c_optimal_at(model.d)
         if not np.isfinite(copt):
