@@ -344,3 +344,20 @@ def test_noise_choice_is_checked():
     g, v, d = _noisy_fixed_sign()
     with pytest.raises(ConfigError, match="noise"):
         hitting_law(g, v, d, 0.5, noise="exact")
+
+
+def test_grid_law_says_when_its_error_estimate_is_large(monkeypatch):
+    """The grid law warns where its two grids' samples differ by more than ``GRID_ERROR_WARN``
+    (here lowered below the case's 0.2 %-or-less estimate) and is silent otherwise."""
+    import warnings
+
+    from attnsignal.theory import escape
+
+    g, v, d = _noisy_fixed_sign()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        law = hitting_law(g, v, d, 0.5, noise="grid")
+    assert 0 < law.grid_error < escape.GRID_ERROR_WARN
+    monkeypatch.setattr(escape, "GRID_ERROR_WARN", law.grid_error / 2)
+    with pytest.warns(RuntimeWarning, match="estimated relative error"):
+        hitting_law(g, v, d, 0.5, noise="grid")

@@ -49,6 +49,7 @@ these closed forms beside them).
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -461,6 +462,9 @@ NOISES = ("auto", "grid", "linear")
 #: ``noise="auto"`` keeps the grid where its two grids' hitting-time spreads agree to this
 #: fraction (the runs' spread is resolved)
 GRID_SPREAD_RTOL = 0.05
+#: a grid law whose estimated relative error of the samples (``grid_error``) exceeds this says
+#: so (a ``RuntimeWarning``): a fifth of the 5 % the law is verified to
+GRID_ERROR_WARN = 0.01
 
 
 def hitting_law(g: Fn, v: Fn, d: int, target: float, *, modified: bool = True,
@@ -548,6 +552,10 @@ def hitting_law(g: Fn, v: Fn, d: int, target: float, *, modified: bool = True,
         for k, val in (("_grid", grid), ("noise", "grid"), ("grid_error", grid.error),
                        ("hit_fraction", frac), ("hit_mean", hm), ("hit_sd", hs)):
             object.__setattr__(law, k, val)
+        if grid.error > GRID_ERROR_WARN:
+            warnings.warn(f"hitting_law: the grid law's samples ({samples:.6g}) have an estimated "
+                          f"relative error of {grid.error:.2%} (its two grids' difference), above "
+                          f"{GRID_ERROR_WARN:.0%}", RuntimeWarning, stacklevel=2)
     sd0 = 1.0 / math.sqrt(d)
     esc = _escape(law, gh, v, sd0, target, intervals, roots, stable)
     object.__setattr__(law, "samples", samples)
