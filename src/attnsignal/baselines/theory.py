@@ -58,6 +58,7 @@ from numba import njit
 from scipy.special import gammaln
 
 from ..config import ModelConfig
+from ..theory.escape import uniform_mean_abs
 from ..validation import Integer, Predicate, validated
 from .base import METHOD, MODEL, BaselineConfig, check_scales
 
@@ -73,9 +74,6 @@ def _g(j: np.ndarray, d: int) -> np.ndarray:
                   - gammaln(j + d / 2.0 + 0.5))
 
 
-def uniform_mean_abs(d: int) -> float:
-    """``E|ρ|`` of a uniform point of ``S^{d−1}``: ``Γ(d/2)/(√π Γ((d+1)/2))``."""
-    return float(_g(np.array(0.0), d))
 
 
 def _noncentral_mean_abs(lam: np.ndarray, d: int) -> np.ndarray:

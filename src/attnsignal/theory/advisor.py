@@ -77,7 +77,6 @@ from typing import Any, Callable
 import numpy as np
 from scipy.interpolate import CubicSpline
 from scipy.optimize import minimize
-from scipy.special import gammaln
 
 from ..config import ConfigError, ModelConfig, StepSize
 from ..schedules import TabulatedStep, tabulated_eta
@@ -85,8 +84,9 @@ from ..validation import Boolean, Integer, Optional, Real, validated
 from ._checks import BATCH, MODEL, RHO0, SEED, TARGET, UPDATE
 from .moments import refine_table
 from .effective import (DEFAULT_TOLERANCE, BlockBudgetExceeded, EffectiveDynamics, MomentTable,
-                        _z_max, check_effective_model, effective_dynamics, last_pass_warnings,
-                        moment_table, pooled_law, visited_nodes, within_tolerance)
+                        check_effective_model, effective_dynamics, last_pass_warnings,
+                        moment_table, pooled_law, visited_nodes, within_tolerance, z_max)
+from .escape import uniform_mean_abs
 from .finite_step import second_order_coefficient
 from .landscape import landscape
 
@@ -201,10 +201,10 @@ def _records(steps: int, focus: float | None = None) -> list[int]:
 
 
 def _start_abs(model: ModelConfig, initial_alignment: float | None) -> float:
+    """``|ρ0|`` of a start at ``initial_alignment``, or the uniform start's mean ``E|ρ0|``."""
     if initial_alignment is not None:
         return abs(float(initial_alignment))
-    d = model.d
-    return float(math.exp(gammaln(d / 2) - gammaln((d + 1) / 2)) / math.sqrt(math.pi))
+    return uniform_mean_abs(model.d)
 
 
 @validated(model=MODEL, target=TARGET, batch=BATCH, update=UPDATE,
@@ -277,11 +277,11 @@ def advise_schedule(model: ModelConfig, target: float, *, batch: int = 1,
     eta_hi = float(est.max()) * 3.0
     eta_lo = max(float(est.min()) / 3.0, eta_hi * 1e-4)
     s2 = model.noise_std ** 2
-    z_max = max(_z_max(model, eta_lo * s2, batch, None, seed), float(np.arctanh(rho_end)) + 1.0)
+    z_top = max(z_max(model, eta_lo * s2, batch, None, seed), float(np.arctanh(rho_end)) + 1.0)
     # the table with its starting draws everywhere, refined to the moments' tolerance at the
     # nodes that the feedback schedule's law (on those draws) visits, with a margin
     table = moment_table(model, eta_lo, eta_hi, batch=batch, update=update,
-                         z_max=min(z_max, 9.0), n_samples=n_samples, seed=seed, rtol=None)
+                         z_max=min(z_top, 9.0), n_samples=n_samples, seed=seed, rtol=None)
     z0 = side * float(np.arctanh(max(r0, 1e-6)))
     z1 = side * float(np.arctanh(rho_end))
     try:

@@ -62,7 +62,7 @@ from .chain_grid import SURVIVAL_TOL as GRID_SURVIVAL_TOL
 from .chain_grid import ChainGrid, _deriv, evolve
 
 __all__ = ["HitMoments", "HittingLaw", "EscapeLaw", "hitting_law", "start_density",
-           "stationary_shift", "settled_mean"]
+           "uniform_mean_abs", "stationary_shift", "settled_mean"]
 
 Fn = Callable[[np.ndarray], np.ndarray]
 
@@ -378,6 +378,15 @@ def start_density(d: int, x: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         logp = 0.5 * (d - 3) * np.log1p(-x * x) - betaln(0.5, 0.5 * (d - 1))
     return np.where(np.abs(x) < 1.0, np.exp(logp), 0.0)
+
+
+def uniform_mean_abs(d: int) -> float:
+    """``E|ρ0|`` of the alignment of a uniform point on ``S^{d−1}`` (the mean of
+    :func:`start_density`'s ``|x|``): ``Γ(d/2) / (√π Γ((d + 1)/2))``, in log-gamma form (no
+    overflow at large ``d``)."""
+    from scipy.special import gammaln
+
+    return float(math.exp(gammaln(d / 2) - gammaln((d + 1) / 2)) / math.sqrt(math.pi))
 
 
 def _start_nodes(d: int, veq_of: Fn, roots: np.ndarray, stable: np.ndarray

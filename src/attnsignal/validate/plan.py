@@ -185,11 +185,11 @@ def _cap_and_sides(cfg: MapConfig, n_samples: int, seed: int) -> tuple[float, bo
 def _ode_time(cfg: MapConfig) -> float:
     """The limiting ODE's time from ``±`` the uniform start's mean ``|ρ0|`` to ``|ρ| = 0.5``
     (the sooner of the two signs; NaN if neither gets there)."""
-    from ..theory.advisor import _start_abs
+    from ..theory.escape import uniform_mean_abs
     from ..theory.ode import solve_ode
 
     model = cfg.model
-    r0 = _start_abs(model, None)
+    r0 = uniform_mean_abs(model.d)
     signs = (1.0,) if model.signal_sign == "random" else (1.0, -1.0)
     times = [solve_ode(model, s * r0, targets=(LEVEL,)).hitting_times[LEVEL] for s in signs]
     finite = [t for t in times if math.isfinite(t)]
