@@ -243,11 +243,15 @@ def _jump_sums_kernel(rhos, gq, ge, u2, w, etas, riemannian, coord_z, ex, exq, q
     centred controls ``x = lin − ex[r, j]``, ``x' = q_on·(ηḡ_q − exq[r, j])`` over the draws
     ``i`` (weights ``w_i``): ``Σw·(1, y, y², y³, y⁴, x, x², xy, x', x'², x'y, xx')`` then the
     same with ``w²``. ``Δ = Δz`` with ``lin = ηḡ_e/s`` when ``coord_z``, else ``Δ = Δρ`` with
-    ``lin = ηsḡ_e``; ``ḡ_q = 0`` in the update when ``riemannian``. Fused multiply-adds
-    (``contract``; no reassociation: each sum in draw order): 58 → 48 ns a (node, draw,
-    step)."""
+    ``lin = ηsḡ_e``; ``ḡ_q = 0`` in the update when ``riemannian``. Per (node, step) two passes
+    over the draws: ``y, x, x'`` into scratch, then the sums — the logarithm of ``Δz`` is a call,
+    which would spill the 24 accumulators were they live across it. Fused multiply-adds
+    (``contract``; no reassociation: each sum in draw order)."""
     n_r, n = gq.shape
     n_eta = etas.shape[0]
+    ys = np.empty(n)
+    xs = np.empty(n)
+    xqs = np.empty(n)
     for r in range(n_r):
         rho = rhos[r]
         s = math.sqrt(max(0.0, 1.0 - rho * rho))
@@ -258,8 +262,6 @@ def _jump_sums_kernel(rhos, gq, ge, u2, w, etas, riemannian, coord_z, ex, exq, q
             sh = shift[r, j]
             e0 = ex[r, j]
             q0 = exq[r, j]
-            s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = s8 = s9 = s10 = s11 = 0.0
-            t0 = t1 = t2 = t3 = t4 = t5 = t6 = t7 = t8 = t9 = t10 = t11 = 0.0
             for i in range(n):
                 eq = eta * gq[r, i]
                 a1 = 1.0 if riemannian else 1.0 + eq
@@ -268,12 +270,18 @@ def _jump_sums_kernel(rhos, gq, ge, u2, w, etas, riemannian, coord_z, ex, exq, q
                 c2 = eta * eta * u2[r, i]
                 den = math.sqrt(a1 * a1 + eg * eg + c2)
                 if coord_z:
-                    y = _z_after(rho, s, a1, eg, c2, num, den) - z0 - sh
-                    x = eg * inv_s - e0
+                    ys[i] = _z_after(rho, s, a1, eg, c2, num, den) - z0 - sh
+                    xs[i] = eg * inv_s - e0
                 else:
-                    y = min(max(num / den, -1.0), 1.0) - rho - sh
-                    x = eg * s - e0
-                xq = q_on * (eq - q0)
+                    ys[i] = min(max(num / den, -1.0), 1.0) - rho - sh
+                    xs[i] = eg * s - e0
+                xqs[i] = q_on * (eq - q0)
+            s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = s8 = s9 = s10 = s11 = 0.0
+            t0 = t1 = t2 = t3 = t4 = t5 = t6 = t7 = t8 = t9 = t10 = t11 = 0.0
+            for i in range(n):
+                y = ys[i]
+                x = xs[i]
+                xq = xqs[i]
                 wi = w[i]
                 w2 = wi * wi
                 yy = y * y
