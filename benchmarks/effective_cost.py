@@ -20,12 +20,13 @@ subprocess with an empty Numba cache (the compile cost a fresh clone pays once).
 ``--split`` also prints the small-L call's CPU seconds by part (draws, sums, evolutions);
 ``--sources`` the small-L prediction's Monte-Carlo error by source (the drift's and the
 diffusion's moments, the drift at the smallest steps) and how much of the drift's residual
-variance the softmax weights' power sums would leave as control variates.
+variance after its first two control variates the softmax weights' power sums (its other three)
+leave.
 
-Measured (three runs, load 4.6–5.3 on 2 cores, a Xeon with AVX-512): small L 1.24–1.41× the
-CPU of the 16 runs — the tolerance rule takes the bound there (64 000 draws at the visited
-nodes), and those draws with their sums cost most of it (``docs/effective-dynamics.md``,
-"Cost") — and 0.52–0.59× with ``tolerance=None``; E1 (one run) 0.69 % (d = 100) and 1.55 %
+Measured (three runs, load 1.8–3.2 on 2 cores, a Xeon with AVX-512): small L 0.99–1.04× the
+CPU of the 16 runs (median 1.01×) — the tolerance rule stops at 36 024 draws at the visited
+nodes there (seed 0), and those draws with their sums cost most of it
+(``docs/effective-dynamics.md``, "Cost"); E1 (one run) 0.76 % (d = 100) and 1.43 %
 (d = 1000) of the chain.
 
     PYTHONPATH=src python benchmarks/effective_cost.py [--cold] [--skip-e1] [--split] [--sources]
@@ -140,8 +141,8 @@ def sources() -> None:
     print(f"small L, SE of the mean |ρ| at 16 000 draws a node: all {se(ra, rb):.2g}; drift "
           f"alone {se(ra, pb):.2g} (its {third} smallest steps alone {se(low, pb):.2g}); "
           f"diffusion alone {se(pa, rb):.2g}")
-    print("  the drift's residual variance left by the softmax weights' power sums "
-          "Σα², Σα³, Σα⁴ as further regressors (20 000 draws):")
+    print("  the drift's residual variance after its first two controls that the softmax "
+          "weights' power sums Σα², Σα³, Σα⁴ leave (20 000 draws):")
     for z0 in (0.2, 0.4):
         for eta0 in tab.etas[[0, third]]:
             left = _power_sum_share(float(np.tanh(z0)), float(eta0))
@@ -152,8 +153,8 @@ def _power_sum_share(rho: float, eta: float, n: int = 20_000) -> float:
     """At alignment ``rho`` and standardised step ``eta`` of the small-L model: the weighted
     residual variance ``Σw²r²`` of ``Δz`` regressed on the drift's two controls and on the
     draws' ``Σα_j^k`` (``k = 2, 3, 4``, the softmax weights at ``rho``), over that of the two
-    controls alone, on ``n`` importance-sampled draws (seed 3) — how much a control variate on
-    those sums, given their exact means, would leave of the drift's Monte-Carlo variance."""
+    controls alone, on ``n`` importance-sampled draws (seed 3) — how much of that variance the
+    drift's three further control variates (those sums, with their exact means) leave."""
     import numpy as np
 
     from attnsignal.theory.moments import _key

@@ -176,7 +176,7 @@ def _power_sum_means_std(std: ModelConfig) -> Callable[[np.ndarray], np.ndarray]
 
     ``φ(μ) = φ₀(τ + βμ)`` and ``ψ_k(μ) = e^{kβμ + k²β²/2} φ₀(τ + βμ + kβ²)`` (the tilt of a
     Gaussian by ``e^{kβa}``), ``φ₀`` of :func:`_log_phi0` on a grid of step 0.02 in ``τ`` and a
-    cubic spline; the trapezoid rule, step 0.04, over ``±40`` about ``−log E Z`` (one grid for
+    cubic spline; the trapezoid rule, step 0.08, over ``±40`` about ``−log E Z`` (one grid for
     all the nodes asked, from the extreme ``E Z``); the random sign averages
     ``ε = ±1``. None where the quadrature cannot vouch for itself: ``E Σα`` (the same formula
     at ``k = 1``) off 1 by more than ``10⁻⁸``, or an integrand not negligible (``e^{−30}`` of
@@ -200,7 +200,7 @@ def _power_sum_means_std(std: ModelConfig) -> Callable[[np.ndarray], np.ndarray]
         for eps in signs:
             mu = (eps * theta * rh)[:, None]  # (n_rho, 1)
             t0 = -np.log(R * np.exp(beta * mu) + N) - 0.5 * beta * beta
-            tau = np.arange(float(t0.min()) - span, float(t0.max()) + span, 2.0 * h)[None, :]
+            tau = np.arange(float(t0.min()) - span, float(t0.max()) + span, 4.0 * h)[None, :]
             lI, lN = lphi(tau + beta * mu), lphi(tau)
             for i, k in enumerate((1,) + _POWERS):
                 c = k * tau + 0.5 * k * k * beta * beta - gammaln(k)
@@ -212,7 +212,7 @@ def _power_sum_means_std(std: ModelConfig) -> Callable[[np.ndarray], np.ndarray]
                 top = t.max(axis=1)
                 if np.any(np.maximum(t[:, 0], t[:, -1]) > top - 30.0):
                     raise FloatingPointError("the power sums' integrand is cut at its ends")
-                v = np.exp(logsumexp(t, axis=1) + math.log(2.0 * h))
+                v = np.exp(logsumexp(t, axis=1) + math.log(4.0 * h))
                 if k == 1:
                     if np.any(np.abs(v - 1.0) > 1e-8):
                         raise FloatingPointError("the power sums' quadrature misses E Σα = 1")
