@@ -229,15 +229,16 @@ def _power_sum_means_std(std: ModelConfig) -> Callable[[np.ndarray], np.ndarray]
 
 def check_pool_memory(batch: int, n_samples: int, z_max: float = Z_CAP) -> None:
     """Refuse, before any work, per-chunk arrays that memory cannot hold: a chunk of ``c =
-    min(n_samples, 4096)`` draws (at least ``2B`` a replicate group) keeps about ``3·M·c·B +
+    min(n_samples, 4096)`` draws (at least ``2B`` a replicate group) keeps about ``6·M·c·B +
     2·c·B²`` doubles for minibatches of ``B = batch`` and ``M = 2⌈z_max/0.2⌉ + 1`` moment nodes
-    (91 at the largest extent, the default). Raises ConfigError (field ``batch``)."""
+    (91 at the largest extent, the default): the gradients' and the softmax weights' power sums'
+    per-batch arrays, three of each. Raises ConfigError (field ``batch``)."""
     from ..limits import check_memory
 
     nodes = 2 * math.ceil(min(z_max, Z_CAP) / NODE_DZ) + 1
     c = float(max(min(n_samples, _CHUNK_DRAWS), 2 * batch))
     b = float(batch)
-    check_memory("batch", 8.0 * (3 * nodes * c * b + 2 * c * b * b),
+    check_memory("batch", 8.0 * (6 * nodes * c * b + 2 * c * b * b),
                  f"the one-step moments' minibatches (B = {batch}, chunks of {int(c)} draws)",
                  batch)
 
