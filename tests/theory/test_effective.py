@@ -528,6 +528,21 @@ def test_a_flag_inside_the_tolerance_says_its_estimate_is_unreliable_not_exceede
     assert "may exceed tolerance 0.01" in above and cause in above
 
 
+def test_a_first_pass_that_stands_is_the_fine_evolution():
+    """With a tolerance, the first pass evolves the pooled table on the replicates' wider blocks
+    (its law only says where draws are needed); where no draws follow it, the prediction is
+    still the pooled table's fine evolution: bit for bit the call without a tolerance (law, mean
+    ``|ρ|``, its standard errors, the block counts)."""
+    kw = dict(steps=200, record_every=50, n_samples=500, rtol=None)
+    a = effective_dynamics(SMALL, STEP, tolerance=1.0, **kw)
+    b = effective_dynamics(SMALL, STEP, tolerance=None, **kw)
+    np.testing.assert_array_equal(a.moments.draws, b.moments.draws)  # no draws were added
+    np.testing.assert_array_equal(a.law, b.law)
+    np.testing.assert_array_equal(a.mean_abs, b.mean_abs)
+    np.testing.assert_array_equal(a.mean_abs_stderr, b.mean_abs_stderr)
+    assert a.timings["blocks"] == b.timings["blocks"]
+
+
 def test_replicates_on_coarser_blocks_keep_the_standard_error(monkeypatch):
     """The replicate tables are evolved on blocks twice as wide (and sub-blocks of 5 % in
     ``η``) as the pooled one: their spread — the reported Monte-Carlo error — agrees with the
