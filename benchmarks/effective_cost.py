@@ -23,8 +23,8 @@ diffusion's moments, the drift at the smallest steps) and how much of the drift'
 variance after its first two control variates the softmax weights' power sums (its other three)
 leave.
 
-Measured (six runs, load 1.8–3.2 on 2 cores, a Xeon with AVX-512): small L 0.92–1.04× the
-CPU of the 16 runs (median 1.00×) — the tolerance rule stops at 36 024 draws at the visited
+Measured (nine runs, load 1.1–1.6 on 2 cores, a Xeon with AVX-512): small L 0.75–1.04× the
+CPU of the 16 runs (median 0.87×) — the tolerance rule stops at 36 024 draws at the visited
 nodes there (seed 0), and those draws with their sums cost most of it
 (``docs/effective-dynamics.md``, "Cost"); E1 (one run) 0.76 % (d = 100) and 1.43 %
 (d = 1000) of the chain.
