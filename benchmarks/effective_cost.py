@@ -17,15 +17,19 @@ tables, and any extra draws the tolerance asked for). Times are wall and CPU sec
 threads); on a shared machine the CPU ratio is the steadier one. ``--cold`` first times one call in a
 subprocess with an empty Numba cache (the compile cost a fresh clone pays once).
 
-``--split`` also prints the small-L call's CPU seconds by part (draws, their sums, evolutions).
+``--split`` also prints the small-L call's CPU seconds by part (draws, sums, evolutions);
+``--sources`` the small-L prediction's Monte-Carlo error by source (the drift's and the
+diffusion's moments, the drift at the smallest steps) and how much of the drift's residual
+variance after its first two control variates the softmax weights' power sums (its other three)
+leave.
 
-Measured (eight runs, load 4–7 on 2 cores): E1 0.56 % (d = 100) and 1.21 % (d = 1000) of the
-chain; small L 0.98–1.18× the CPU of the 16 runs — the tolerance rule takes the bound there
-(64 000 draws at the visited nodes), and those draws with their sums cost about three quarters
-of the 16 runs by themselves (``docs/effective-dynamics.md``, "Cost") — and 0.43–0.50× with
-``tolerance=None``.
+Measured (nine runs, load 1.1–1.6 on 2 cores, a Xeon with AVX-512): small L 0.75–1.04× the
+CPU of the 16 runs (median 0.87×) — the tolerance rule stops at 36 024 draws at the visited
+nodes there (seed 0), and those draws with their sums cost most of it
+(``docs/effective-dynamics.md``, "Cost"); E1 (one run) 0.76 % (d = 100) and 1.43 %
+(d = 1000) of the chain.
 
-    PYTHONPATH=src python benchmarks/effective_cost.py [--cold] [--skip-e1] [--split]
+    PYTHONPATH=src python benchmarks/effective_cost.py [--cold] [--skip-e1] [--split] [--sources]
 """
 
 from __future__ import annotations
@@ -98,6 +102,89 @@ def split() -> None:
           + f", rest {rest:.2f}; total {total:.2f}")
 
 
+def sources() -> None:
+    """The small-L prediction's Monte-Carlo error by source, at 16 000 draws a node
+    (``rtol=None``, no tolerance): the largest standard error of the mean |ρ| over the records
+    from the 8 replicate tables as they are, with the drift's coefficient ``a`` alone varying
+    between them (the diffusion's ``b`` pooled in each), with ``b`` alone varying, and with ``a``
+    varying at the smallest third of the table's steps alone."""
+    import dataclasses
+
+    import numpy as np
+
+    from attnsignal.theory.effective import (_evolve_all, _initial_law, record_schedule,
+                                             schedule_etas)
+
+    steps, every = 8000, 100
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ed = effective_dynamics(SMALL, SMALL_STEP, steps=steps, record_every=every,
+                                n_samples=16_000, rtol=None, tolerance=None)
+    tab = ed.moments
+    z = ed.z_grid
+    h = float(z[1] - z[0])
+    p0 = _initial_law(z, h, SMALL.d, None)
+    ks = record_schedule(steps, every)
+    eta = schedule_etas(SMALL_STEP, np.arange(steps)) * SMALL.noise_std ** 2
+
+    def se(ra, rb) -> float:
+        ev = _evolve_all(dataclasses.replace(tab, replicate_a=ra, replicate_b=rb), p0, z, h,
+                         eta, ks, 1.0, None, steps)
+        return float(np.nanmax(ev.se_abs))
+
+    ra, rb = tab.replicate_a, tab.replicate_b
+    pa = np.broadcast_to(tab.a, ra.shape).copy()
+    pb = np.broadcast_to(tab.b, rb.shape).copy()
+    low = pa.copy()
+    third = max(1, tab.etas.size // 3)
+    low[:, :, :third] = ra[:, :, :third]
+    print(f"small L, SE of the mean |ρ| at 16 000 draws a node: all {se(ra, rb):.2g}; drift "
+          f"alone {se(ra, pb):.2g} (its {third} smallest steps alone {se(low, pb):.2g}); "
+          f"diffusion alone {se(pa, rb):.2g}")
+    print("  the drift's residual variance after its first two controls that the softmax "
+          "weights' power sums Σα², Σα³, Σα⁴ leave (20 000 draws):")
+    for z0 in (0.2, 0.4):
+        for eta0 in tab.etas[[0, third]]:
+            left = _power_sum_share(float(np.tanh(z0)), float(eta0))
+            print(f"    z = {z0}, η = {eta0:.4f}: {left:.2f}")
+
+
+def _power_sum_share(rho: float, eta: float, n: int = 20_000) -> float:
+    """At alignment ``rho`` and standardised step ``eta`` of the small-L model: the weighted
+    residual variance ``Σw²r²`` of ``Δz`` regressed on the drift's two controls and on the
+    draws' ``Σα_j^k`` (``k = 2, 3, 4``, the softmax weights at ``rho``), over that of the two
+    controls alone, on ``n`` importance-sampled draws (seed 3) — how much of that variance the
+    drift's three further control variates (those sums, with their exact means) leave."""
+    import numpy as np
+
+    from attnsignal.theory.moments import _key
+    from attnsignal.theory.reduced import fused_pool, score_tilt
+
+    m = SMALL.standardized()
+    R = m.n_informative
+    pool, w, draws = fused_pool(m, np.array([rho]), n, _key(3, "power sums"), 0,
+                                score_tilt(m), keep=True)
+    assert draws is not None
+    s = np.asarray(draws.a).copy()
+    s[:, :R] += m.theta * rho
+    x = m.beta * s
+    al = np.exp(x - x.max(axis=1, keepdims=True))
+    al /= al.sum(axis=1, keepdims=True)
+    sums = [np.sum(al ** k, axis=1) for k in (2, 3, 4)]
+    gq, ge, u2 = pool[0].T
+    sr = np.sqrt(1.0 - rho * rho)
+    a1, eg = 1.0 + eta * gq, eta * ge
+    y = np.arctanh((rho * a1 + sr * eg) / np.sqrt(a1 * a1 + eg * eg + eta * eta * u2))
+    sw = np.sqrt(w)
+
+    def left(cols: list) -> float:
+        X = np.column_stack([np.ones(n), eg / sr, eta * gq] + cols)
+        coef = np.linalg.lstsq(X * sw[:, None], y * sw, rcond=None)[0]
+        return float(np.sum(w * w * (y - X @ coef) ** 2))
+
+    return left(sums) / left([])
+
+
 def cold() -> None:
     code = ("import time, warnings; t0 = time.perf_counter(); import attnsignal as asg; "
             "from attnsignal.theory.effective import effective_dynamics; "
@@ -118,6 +205,8 @@ def main() -> None:
     ap.add_argument("--cold", action="store_true")
     ap.add_argument("--skip-e1", action="store_true")
     ap.add_argument("--split", action="store_true", help="also the small-L call's CPU by part")
+    ap.add_argument("--sources", action="store_true",
+                    help="also the small-L Monte-Carlo error by source (drift, diffusion)")
     ap.add_argument("--e1-runs", type=int, default=2)
     ap.add_argument("--e1-steps", type=int, default=20_000)
     args = ap.parse_args()
@@ -137,6 +226,8 @@ def main() -> None:
           f"/ 16 runs = {t_n / t16:.2f} wall, {c_n / c16:.2f} CPU")
     if args.split:
         split()
+    if args.sources:
+        sources()
     if args.skip_e1:
         return
     for d in (100, 1000):

@@ -246,7 +246,9 @@ def test_pool_kernel_matches_the_reduced_sampler_draw_by_draw(model):
     from −0.9999 to 0.9999: each value to relative 1e-6, or 1e-9 of the largest of its kind
     at that ρ where it is a rounding residue (the two differ by rounding only; at β = 8
     without the one-by-one fallback some draws are off by 5 %); the weights are the tilt's
-    likelihood ratios of those draws; and ``ReducedDraws.gradients`` agrees as well."""
+    likelihood ratios of those draws; ``ReducedDraws.gradients`` agrees as well; and with the
+    softmax weights' power sums the gradients are the same and ``Σα^k`` (``k = 2, 3, 4``) that
+    of the literal softmax, to relative 1e-10."""
     from attnsignal.theory.moments import _key
     from attnsignal.theory.reduced import fused_pool, score_tilt
 
@@ -266,6 +268,19 @@ def test_pool_kernel_matches_the_reduced_sampler_draw_by_draw(model):
     # the stream: draw i depends on (key, i) only
     part, _, _ = fused_pool(std, rhos, 50, _key(11), 100, tilt)
     np.testing.assert_array_equal(part, pool[:, 100:150])
+    # with the softmax weights' power sums: the same gradients, and Σα^k (k = 2, 3, 4) of the
+    # literal softmax of each draw at each ρ
+    six, _, _ = fused_pool(std, rhos, n, _key(11), 0, tilt, powers=True)
+    np.testing.assert_array_equal(six[..., :3], pool)
+    R = std.n_informative
+    for r, rho in enumerate(rhos):
+        sc = draws.a.copy()
+        sc[:, :R] += (draws.eps * std.theta * rho)[:, None]
+        x = std.beta * sc
+        al = np.exp(x - x.max(axis=1, keepdims=True))
+        al /= al.sum(axis=1, keepdims=True)
+        for j, k in enumerate((2, 3, 4)):
+            np.testing.assert_allclose(six[r, :, 3 + j], np.sum(al ** k, axis=1), rtol=1e-10)
 
 
 def test_compiled_interpolants_are_the_tables_splines():
@@ -511,6 +526,21 @@ def test_a_flag_inside_the_tolerance_says_its_estimate_is_unreliable_not_exceede
     assert "may exceed" not in inside
     above = Diagnostic(predicted_error=0.02, **base).message
     assert "may exceed tolerance 0.01" in above and cause in above
+
+
+def test_a_first_pass_that_stands_is_the_fine_evolution():
+    """With a tolerance, the first pass evolves the pooled table on the replicates' wider blocks
+    (its law only says where draws are needed); where no draws follow it, the prediction is
+    still the pooled table's fine evolution: bit for bit the call without a tolerance (law, mean
+    ``|ρ|``, its standard errors, the block counts)."""
+    kw = dict(steps=200, record_every=50, n_samples=500, rtol=None)
+    a = effective_dynamics(SMALL, STEP, tolerance=1.0, **kw)
+    b = effective_dynamics(SMALL, STEP, tolerance=None, **kw)
+    np.testing.assert_array_equal(a.moments.draws, b.moments.draws)  # no draws were added
+    np.testing.assert_array_equal(a.law, b.law)
+    np.testing.assert_array_equal(a.mean_abs, b.mean_abs)
+    np.testing.assert_array_equal(a.mean_abs_stderr, b.mean_abs_stderr)
+    assert a.timings["blocks"] == b.timings["blocks"]
 
 
 def test_replicates_on_coarser_blocks_keep_the_standard_error(monkeypatch):

@@ -732,12 +732,14 @@ def _prefix_sums(eta_std: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _evolve(p0: np.ndarray, z: np.ndarray, h: float, eta_std: np.ndarray, ks_rec: np.ndarray,
-            polys: list[_Poly], diffusion_scale: float, max_blocks: int | None
+            polys: list[_Poly], diffusion_scale: float, max_blocks: int | None,
+            pooled_coarse: bool = False
             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The law at the records under the first table of ``polys`` and the records' summaries
     under each of the others (:func:`_evolve_one`, the tables on parallel threads): ``(law,
     summaries (T, n_rec, 2 + levels; row 0 unused), per-record stats (T, n_rec, 3), stats (T,
-    5))``."""
+    5))``. ``pooled_coarse``: the first table on the replicates' wider blocks too (a law
+    that only says where the draws are needed)."""
     cum_eta, var_cum = _prefix_sums(eta_std)
     T = len(polys)
     law = np.empty((ks_rec.size, z.size))
@@ -748,8 +750,8 @@ def _evolve(p0: np.ndarray, z: np.ndarray, h: float, eta_std: np.ndarray, ks_rec
     mb = -1 if max_blocks is None else int(max_blocks)
 
     def one(t: int) -> None:
-        blocks = (_BLOCK_SD, _ETA_CHANGE) if t == 0 else (_REPLICATE_BLOCK_SD,
-                                                          _REPLICATE_ETA_CHANGE)
+        blocks = ((_BLOCK_SD, _ETA_CHANGE) if t == 0 and not pooled_coarse
+                  else (_REPLICATE_BLOCK_SD, _REPLICATE_ETA_CHANGE))
         _evolve_one(p0.copy(), z, float(h), cum_eta, var_cum, ks_rec, polys[t], ref,
                     float(diffusion_scale), mb, t == 0, law, summ[t], rec_stats[t], stats[t],
                     *blocks)
@@ -774,7 +776,7 @@ class _Evolved:
 
 def _evolve_all(table: MomentTable, p: np.ndarray, z: np.ndarray, h: float,
                 eta_std: np.ndarray, ks_rec: np.ndarray, diffusion_scale: float,
-                max_blocks: int | None, steps: int) -> _Evolved:
+                max_blocks: int | None, steps: int, pooled_coarse: bool = False) -> _Evolved:
     """The law under the pooled table and the summaries under each replicate (on parallel threads,
     :func:`_evolve`), their standard errors; raises on the pooled table's block budget or
     non-finite moments (a replicate that stops is left out of the standard errors)."""
@@ -784,7 +786,7 @@ def _evolve_all(table: MomentTable, p: np.ndarray, z: np.ndarray, h: float,
         polys += [_Poly.of(table, table.replicate_a[r], table.replicate_b[r], polys[0])
                   for r in range(K)]
     law, summ, rec_stats, stats = _evolve(p, z, h, eta_std, ks_rec, polys, diffusion_scale,
-                                          max_blocks)
+                                          max_blocks, pooled_coarse)
     status = stats[:, 4]
     if status[0] == 1:
         raise BlockBudgetExceeded(int(max_blocks), int(stats[0, 3]), int(steps))
@@ -1389,16 +1391,24 @@ def effective_dynamics(model: ModelConfig, step: Any, *, steps: int,
     # added at the nodes the law visits and the law evolved again (:func:`within_tolerance`)
     t_ev = [0.0]
 
-    def run(tab: MomentTable) -> _Evolved:
+    def run(tab: MomentTable, coarse: bool = False) -> _Evolved:
         t_e = time.perf_counter()
-        out = _evolve_all(tab, p, z, h, eta_std, ks_rec, diffusion_scale, max_blocks, steps)
+        out = _evolve_all(tab, p, z, h, eta_std, ks_rec, diffusion_scale, max_blocks, steps,
+                          coarse)
         t_ev[0] += time.perf_counter() - t_e
         return out
+
+    def finish(res: _Evolved, tab: MomentTable) -> _Evolved:
+        """A first pass that stood: its pooled law evolved again on the fine blocks."""
+        fine = run(dataclasses.replace(tab, replicate_a=None, replicate_b=None))
+        return dataclasses.replace(res, law=fine.law, mean=fine.mean, mean_abs=fine.mean_abs,
+                                   rec_stats=fine.rec_stats, stats=fine.stats)
 
     t_loop = time.perf_counter()
     ev, table = _to_tolerance(run, table, None if moments is not None else tolerance,
                               lambda e: (e.law, z, _mc_error(e.se_abs, e.replicates)[2]),
-                              float(rtol) if scoped else None)  # type: ignore[arg-type]
+                              float(rtol) if scoped else None,  # type: ignore[arg-type]
+                              lambda tab: run(tab, True), finish)
     t_more = time.perf_counter() - t_loop - t_ev[0]  # the draws the rule added
     disc = None
     if tolerance is not None and ev.stats[2] > _SINGLE_SHARE * ev.stats[0]:
@@ -1438,13 +1448,18 @@ _MAX_PASSES = 8
 
 
 def _to_tolerance(evolve: Any, table: MomentTable, tolerance: float | None, probe: Any,
-                  rtol: float | None = None) -> tuple[Any, MomentTable]:
+                  rtol: float | None = None, first: Any = None, finish: Any = None
+                  ) -> tuple[Any, MomentTable]:
     """The tolerance rule (:func:`within_tolerance`) for any ``evolve(table)``; ``probe(result)``
     gives ``(law at the records, its z grid, Monte-Carlo error)``; ``rtol``: the visited nodes
-    are first refined to it (:func:`~.moments.refine_table`; None: not)."""
-    res = evolve(table)
+    are first refined to it (:func:`~.moments.refine_table`; None: not). ``first`` (with a
+    tolerance): a cheaper evolution for the first pass, whose law only says which nodes need
+    draws (its Monte-Carlo error the same as ``evolve``'s); where no draws follow,
+    ``finish(result, table)`` turns it into ``evolve``'s result."""
     if tolerance is None:
-        return res, table
+        return evolve(table), table
+    res = (evolve if first is None else first)(table)
+    changed = False
     refined = np.zeros(table.z_nodes.size, dtype=bool)
     for _ in range(_MAX_PASSES):
         law, z, mc = probe(res)
@@ -1467,6 +1482,9 @@ def _to_tolerance(evolve: Any, table: MomentTable, tolerance: float | None, prob
             break
         table = more
         res = evolve(table)
+        changed = True
+    if not changed and first is not None:
+        res = finish(res, table)
     return res, table
 
 

@@ -29,9 +29,16 @@ Estimators
   half of the residual variance left by ``x`` at small ``L``. ``m = mean_w(Δz − c·(x − E x)
   − c'·(x' − E x'))`` with ``(c, c')`` the weighted regression coefficients (``c'`` = 0 for
   the riemannian update, which has no ``ḡ_q``, and where no exact quadrature gives its mean).
+  Three more controls where their means have an exact quadrature (:func:`_power_sum_means_std`):
+  the softmax weights' power sums ``Σα_j^k``, ``k = 2, 3, 4`` (of each draw, or a minibatch's
+  mean), at the node's ``ρ``. At small steps the residual left by ``x`` and ``x'`` is the
+  ``η²`` term, mostly ``−ρη²||ū||²/(2s²)``, and ``||u||²`` follows how concentrated the weights
+  are: the power sums take 70–80 % of that residual's variance at ``η = 0.004`` at small ``L``
+  (and the regression gives them no weight where they explain nothing, e.g. at large steps).
+  ``m`` is the intercept of the weighted regression on all five (:func:`_drift_five`).
 * **Variance** ``v = Σ w(Δz − m̄)² / (Σ w − Σ w²/Σ w)`` (unbiased for equal weights).
 * **Standard errors** from the influence functions of the self-normalised estimators:
-  ``SE(m)² = Σ w²(r − r̄)²/(Σ w)²`` with ``r = Δz − c x − c' x'``, and
+  ``SE(m)² = Σ w²(r − r̄)²/(Σ w)²`` with ``r`` the regression's residual, and
   ``SE(v)² = Σ w²((Δz − m̄)² − v)²/(Σ w)²`` — the fourth moment, not ``v√(2/n)``.
 * **Adaptive draws.** With ``rtol`` set, draws are added (the total doubling each round, up to
   ``max_samples``) at every node whose standard errors exceed ``SE(v) <= rtol·v`` and
@@ -83,7 +90,9 @@ _CHUNK_DRAWS = 4096
 DEFAULT_RTOL = 0.03
 #: default most draws, as a multiple of the starting ``n_samples``
 MAX_SAMPLES_FACTOR = 16
-_NSTAT = 24
+#: the power sums of one weight (``w``, then ``w²``) a (node, step) keeps
+_NHALF = 30
+_NSTAT = 2 * _NHALF
 _LIM = 1.0 - 1e-16
 
 
@@ -123,17 +132,113 @@ def _gq_mean_std(std: ModelConfig) -> Callable[[np.ndarray], np.ndarray] | None:
     return lambda r: cheb(np.asarray(r, dtype=np.float64))
 
 
+def _log_phi0(beta: float, taus: np.ndarray) -> np.ndarray:
+    """``log φ₀(τ) = log E exp(−e^{τ + βa})``, ``a ~ N(0, 1)``, at each ``τ``: the trapezoid rule
+    in ``a`` on 241 points over ±12 widths about the integrand's mode ``a* = −u/β``,
+    ``u = W(β²e^τ)`` (Lambert's W; the log-integrand ``−a²/2 − e^{τ+βa}`` has curvature
+    ``1 + u`` there), summed in log space: accurate to rounding where ``φ₀`` is near 1 (where
+    it enters the power ``N``) and, relatively, where it is far below."""
+    from scipy.special import lambertw, logsumexp
+
+    taus = np.asarray(taus, dtype=np.float64)
+    larg = 2.0 * math.log(beta) + taus
+    small = larg < -30.0
+    u = np.where(small, np.exp(np.minimum(larg, 0.0)),
+                 np.real(lambertw(np.exp(np.clip(larg, -30.0, 700.0)))))
+    big = larg > 700.0
+    if np.any(big):  # W(x) from its logarithm: w + log w = log x (Newton)
+        lx = larg[big]
+        w = lx - np.log(lx)
+        for _ in range(6):
+            w = w - (w + np.log(w) - lx) / (1.0 + 1.0 / w)
+        u[big] = w
+    width = 1.0 / np.sqrt(1.0 + u)
+    b = np.linspace(-12.0, 12.0, 241)
+    a = (-u / beta)[:, None] + width[:, None] * b[None, :]
+    f = -0.5 * a * a - np.exp(np.minimum(taus[:, None] + beta * a, 700.0))
+    return logsumexp(f, axis=1) + np.log(0.1 * width) - 0.5 * math.log(2.0 * math.pi)
+
+
+#: the powers ``k`` of the softmax weights whose sums are the drift's further controls
+_POWERS = (2, 3, 4)
+#: the step of the ``τ = log t`` grids of :func:`_power_sum_means`
+_TAU_STEP = 0.02
+
+
+@lru_cache(maxsize=16)
+def _power_sum_means_std(std: ModelConfig) -> Callable[[np.ndarray], np.ndarray] | None:
+    """``ρ ↦ E Σ_j α_j^k`` for ``k = 2, 3, 4`` (``(n_rho, 3)``), the exact means of the drift's
+    further control variates, for the standardised model. With ``Z = Σ_j e^{βs_j}`` and
+    ``1/Z^k = ∫₀^∞ t^{k−1} e^{−tZ} dt / Γ(k)``, independent tokens (``R`` informative at
+    ``s = μ + a``, ``μ = εθρ``; ``N`` nuisance at ``s = a``) give one integral over ``τ = log t``:
+
+        E Σα^k = ∫ e^{kτ}/Γ(k) [R ψ_k(μ) φ(μ)^{R−1} φ(0)^N + N ψ_k(0) φ(μ)^R φ(0)^{N−1}] dτ,
+
+    ``φ(μ) = φ₀(τ + βμ)`` and ``ψ_k(μ) = e^{kβμ + k²β²/2} φ₀(τ + βμ + kβ²)`` (the tilt of a
+    Gaussian by ``e^{kβa}``), ``φ₀`` of :func:`_log_phi0` on a grid of step 0.02 in ``τ`` and a
+    cubic spline; the trapezoid rule, step 0.08, over ``±40`` about ``−log E Z`` (one grid for
+    all the nodes asked, from the extreme ``E Z``); the random sign averages
+    ``ε = ±1``. None where the quadrature cannot vouch for itself: ``E Σα`` (the same formula
+    at ``k = 1``) off 1 by more than ``10⁻⁸``, or an integrand not negligible (``e^{−30}`` of
+    its largest) at the ends of its range."""
+    from scipy.special import gammaln, logsumexp
+
+    beta, theta = float(std.beta), float(std.theta)
+    R, N = int(std.n_informative), int(std.n_nuisance)
+    signs = (1.0, -1.0) if std.signal_sign == "random" else (1.0,)
+    span, h = 40.0, _TAU_STEP
+    kmax = max(_POWERS)
+    lo = -math.log(R * math.exp(beta * theta) + N) - 0.5 * beta * beta - span - beta * theta - 1.0
+    hi = (-math.log(R * math.exp(-beta * theta) + N) - 0.5 * beta * beta + span
+          + kmax * beta * beta + beta * theta + 1.0)
+    grid = np.arange(lo, hi + h, h)
+    lphi = CubicSpline(grid, _log_phi0(beta, grid))
+
+    def means(rhos: np.ndarray) -> np.ndarray:
+        rh = np.atleast_1d(np.asarray(rhos, dtype=np.float64))
+        res = np.zeros((rh.size, len(_POWERS)))
+        for eps in signs:
+            mu = (eps * theta * rh)[:, None]  # (n_rho, 1)
+            t0 = -np.log(R * np.exp(beta * mu) + N) - 0.5 * beta * beta
+            tau = np.arange(float(t0.min()) - span, float(t0.max()) + span, 4.0 * h)[None, :]
+            lI, lN = lphi(tau + beta * mu), lphi(tau)
+            for i, k in enumerate((1,) + _POWERS):
+                c = k * tau + 0.5 * k * k * beta * beta - gammaln(k)
+                t = (c + math.log(R) + k * beta * mu + lphi(tau + beta * mu + k * beta * beta)
+                     + (R - 1) * lI + N * lN)
+                if N > 0:
+                    t = np.logaddexp(t, c + math.log(N) + lphi(tau + k * beta * beta)
+                                     + R * lI + (N - 1) * lN)
+                top = t.max(axis=1)
+                if np.any(np.maximum(t[:, 0], t[:, -1]) > top - 30.0):
+                    raise FloatingPointError("the power sums' integrand is cut at its ends")
+                v = np.exp(logsumexp(t, axis=1) + math.log(4.0 * h))
+                if k == 1:
+                    if np.any(np.abs(v - 1.0) > 1e-8):
+                        raise FloatingPointError("the power sums' quadrature misses E Σα = 1")
+                else:
+                    res[:, i - 1] += v / len(signs)
+        return res
+
+    try:
+        means(np.array([-1.0, 0.0, 1.0]))
+    except FloatingPointError:
+        return None
+    return means
+
+
 def check_pool_memory(batch: int, n_samples: int, z_max: float = Z_CAP) -> None:
     """Refuse, before any work, per-chunk arrays that memory cannot hold: a chunk of ``c =
-    min(n_samples, 4096)`` draws (at least ``2B`` a replicate group) keeps about ``3·M·c·B +
+    min(n_samples, 4096)`` draws (at least ``2B`` a replicate group) keeps about ``6·M·c·B +
     2·c·B²`` doubles for minibatches of ``B = batch`` and ``M = 2⌈z_max/0.2⌉ + 1`` moment nodes
-    (91 at the largest extent, the default). Raises ConfigError (field ``batch``)."""
+    (91 at the largest extent, the default): the gradients' and the softmax weights' power sums'
+    per-batch arrays, three of each. Raises ConfigError (field ``batch``)."""
     from ..limits import check_memory
 
     nodes = 2 * math.ceil(min(z_max, Z_CAP) / NODE_DZ) + 1
     c = float(max(min(n_samples, _CHUNK_DRAWS), 2 * batch))
     b = float(batch)
-    check_memory("batch", 8.0 * (3 * nodes * c * b + 2 * c * b * b),
+    check_memory("batch", 8.0 * (6 * nodes * c * b + 2 * c * b * b),
                  f"the one-step moments' minibatches (B = {batch}, chunks of {int(c)} draws)",
                  batch)
 
@@ -167,15 +272,19 @@ def _batches(pool: np.ndarray, batch: int, D: int, seed: Any
     every batch ``B`` times); ``||Σ_b u_b/B||² = cᵀGc``, ``c_b = r_b/√G_bb``, ``r_b = ||u_b||``,
     with ``G`` a Bartlett draw of Wishart(``D``, ``I_B``) (direct directions if ``D < B``):
     the complement directions are independent and uniform."""
-    gq, ge, u2, _ = _weighted_batches(pool, np.ones(pool.shape[1]), batch, D, seed)
+    gq, ge, u2, _, _ = _weighted_batches(pool, np.ones(pool.shape[1]), batch, D, seed)
     return gq, ge, u2
 
 
 def _weighted_batches(pool: np.ndarray, w: np.ndarray, batch: int, D: int, seed: Any
-                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`_batches` and each batch's likelihood ratio, the product of its draws'."""
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                 np.ndarray | None]:
+    """:func:`_batches`, each batch's likelihood ratio (the product of its draws'), and where
+    the pool has the softmax weights' power sums (6 columns) their batch means ``(n_rho, n, 3)``
+    (else None)."""
+    powers = pool.shape[2] >= 6
     if batch == 1:
-        return pool[..., 0], pool[..., 1], pool[..., 2], w
+        return pool[..., 0], pool[..., 1], pool[..., 2], w, (pool[..., 3:6] if powers else None)
     n = pool.shape[1]
     if n < batch:
         raise ConfigError("n_samples", f"must be >= batch = {batch}", n)
@@ -205,7 +314,7 @@ def _weighted_batches(pool: np.ndarray, w: np.ndarray, batch: int, D: int, seed:
     c = r / diag[None, :, :]
     u2 = np.einsum("rni,nik,rnk->rn", c, G, c) / (batch * batch)
     wb = np.prod(w[idx], axis=1)
-    return gq, ge, u2, wb
+    return gq, ge, u2, wb, (pool[:, idx, 3:6].mean(axis=2) if powers else None)
 
 
 # --------------------------------------------------------------------------- sums
@@ -237,29 +346,132 @@ def _z_after(rho, s, a1, eg, c2, num, den):  # pragma: no cover
 
 
 @njit(cache=True, nogil=True, error_model="numpy", fastmath={"contract"})
-def _jump_sums_kernel(rhos, gq, ge, u2, w, etas, riemannian, coord_z, ex, exq, q_on, shift, S
-                      ):  # pragma: no cover
-    """``S[r, j, :] +=`` the 24 weighted power sums of ``y = Δ − shift[r, j]`` and the two
-    centred controls ``x = lin − ex[r, j]``, ``x' = q_on·(ηḡ_q − exq[r, j])`` over the draws
-    ``i`` (weights ``w_i``): ``Σw·(1, y, y², y³, y⁴, x, x², xy, x', x'², x'y, xx')`` then the
-    same with ``w²``. ``Δ = Δz`` with ``lin = ηḡ_e/s`` when ``coord_z``, else ``Δ = Δρ`` with
-    ``lin = ηsḡ_e``; ``ḡ_q = 0`` in the update when ``riemannian``. Fused multiply-adds
-    (``contract``; no reassociation: each sum in draw order): 58 → 48 ns a (node, draw,
-    step)."""
+def _power_sum_node_sums(P, xt, xqt, w, B):  # pragma: no cover
+    """``B[:15]`` and ``B[15:]`` = the step-free sums of the power-sum controls ``P (n, 3)``
+    with weights ``w`` and ``w²``: ``Σ(p_k, p_k x̃, p_k x̃', p₀p₀, p₀p₁, p₀p₂, p₁p₁, p₁p₂,
+    p₂p₂)`` with ``x̃ = x/η``, ``x̃' = x'/η`` (both controls are ``η`` times a step-free
+    variable), for :func:`_jump_sums_kernel` to scale at each step."""
+    n = xt.shape[0]
+    for half in range(2):
+        a0 = a1 = a2 = c0 = c1 = c2 = d0 = d1 = d2 = 0.0
+        e00 = e01 = e02 = e11 = e12 = e22 = 0.0
+        for i in range(n):
+            wi = w[i] * w[i] if half else w[i]
+            p0 = P[i, 0]
+            p1 = P[i, 1]
+            p2 = P[i, 2]
+            q0 = wi * p0
+            q1 = wi * p1
+            q2 = wi * p2
+            a0 += q0
+            a1 += q1
+            a2 += q2
+            c0 += q0 * xt[i]
+            c1 += q1 * xt[i]
+            c2 += q2 * xt[i]
+            d0 += q0 * xqt[i]
+            d1 += q1 * xqt[i]
+            d2 += q2 * xqt[i]
+            e00 += q0 * p0
+            e01 += q0 * p1
+            e02 += q0 * p2
+            e11 += q1 * p1
+            e12 += q1 * p2
+            e22 += q2 * p2
+        o = 15 * half
+        B[o] = a0
+        B[o + 1] = a1
+        B[o + 2] = a2
+        B[o + 3] = c0
+        B[o + 4] = c1
+        B[o + 5] = c2
+        B[o + 6] = d0
+        B[o + 7] = d1
+        B[o + 8] = d2
+        B[o + 9] = e00
+        B[o + 10] = e01
+        B[o + 11] = e02
+        B[o + 12] = e11
+        B[o + 13] = e12
+        B[o + 14] = e22
+
+
+@njit(cache=True, nogil=True, error_model="numpy", fastmath={"contract"})
+def _power_sum_step_sums(P, ys, w, B, eta, out):  # pragma: no cover
+    """``out[12:30] +=`` and ``out[42:60] +=`` the power-sum controls' sums of
+    :func:`_jump_sums_kernel` at one step ``eta``: ``Σ p_k y`` (the only ones that depend on the
+    step through more than a factor) from the draws, the others from the node's step-free
+    sums ``B`` (:func:`_power_sum_node_sums`), those with ``x`` and ``x'`` times ``eta``."""
+    n = ys.shape[0]
+    b0 = b1 = b2 = f0 = f1 = f2 = 0.0
+    for i in range(n):
+        wi = w[i]
+        y = ys[i]
+        v0 = P[i, 0] * y
+        v1 = P[i, 1] * y
+        v2 = P[i, 2] * y
+        b0 += wi * v0
+        b1 += wi * v1
+        b2 += wi * v2
+        w2 = wi * wi
+        f0 += w2 * v0
+        f1 += w2 * v1
+        f2 += w2 * v2
+    for half in range(2):
+        o = 12 + 30 * half
+        q = 15 * half
+        for k in range(3):
+            out[o + k] += B[q + k]
+            out[o + 6 + k] += eta * B[q + 3 + k]
+            out[o + 9 + k] += eta * B[q + 6 + k]
+        for k in range(6):
+            out[o + 12 + k] += B[q + 9 + k]
+    out[15] += b0
+    out[16] += b1
+    out[17] += b2
+    out[45] += f0
+    out[46] += f1
+    out[47] += f2
+
+
+@njit(cache=True, nogil=True, error_model="numpy", fastmath={"contract"})
+def _jump_sums_kernel(rhos, gq, ge, u2, P, w, etas, riemannian, coord_z, ex, exq, q_on, p_on,
+                      shift, S):  # pragma: no cover
+    """``S[r, j, :] +=`` the weighted power sums of ``y = Δ − shift[r, j]`` and the centred
+    controls ``x = lin − ex[r, j]``, ``x' = q_on·(ηḡ_q − exq[r, j])`` and, with ``p_on``,
+    ``p_k = P[r, i, k]`` (``k = 0, 1, 2``: the softmax weights' centred power sums) over the
+    draws ``i`` (weights ``w_i``): ``S[..., :12] += Σw·(1, y, y², y³, y⁴, x, x², xy, x', x'²,
+    x'y, xx')``, ``S[..., 12:30] += Σw·(p_k, p_k y, p_k x, p_k x', p₀p₀, p₀p₁, p₀p₂, p₁p₁, p₁p₂,
+    p₂p₂)`` (left alone without ``p_on``; those without ``y`` taken once a node,
+    :func:`_power_sum_node_sums`), and ``S[..., 30:60]`` the same with ``w²``. ``Δ = Δz`` with ``lin = ηḡ_e/s`` when ``coord_z``, else ``Δ = Δρ`` with
+    ``lin = ηsḡ_e``; ``ḡ_q = 0`` in the update when ``riemannian``. Per (node, step) two passes
+    over the draws: ``y, x, x'`` into scratch, then the sums — the logarithm of ``Δz`` is a call,
+    which would spill the 24 accumulators were they live across it. Fused multiply-adds
+    (``contract``; no reassociation: each sum in draw order)."""
     n_r, n = gq.shape
     n_eta = etas.shape[0]
+    ys = np.empty(n)
+    xs = np.empty(n)
+    xqs = np.empty(n)
+    B = np.zeros(30)
     for r in range(n_r):
         rho = rhos[r]
         s = math.sqrt(max(0.0, 1.0 - rho * rho))
         z0 = math.atanh(min(max(rho, -_LIM), _LIM))
         inv_s = 1.0 / max(s, 1e-300)
+        if p_on:
+            # x / η and x' / η, free of the step (ex and exq are η times their means)
+            m0 = ex[r, 0] / etas[0]
+            mq = exq[r, 0] / etas[0]
+            for i in range(n):
+                xs[i] = (ge[r, i] * inv_s if coord_z else ge[r, i] * s) - m0
+                xqs[i] = q_on * (gq[r, i] - mq)
+            _power_sum_node_sums(P[r], xs, xqs, w, B)
         for j in range(n_eta):
             eta = etas[j]
             sh = shift[r, j]
             e0 = ex[r, j]
             q0 = exq[r, j]
-            s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = s8 = s9 = s10 = s11 = 0.0
-            t0 = t1 = t2 = t3 = t4 = t5 = t6 = t7 = t8 = t9 = t10 = t11 = 0.0
             for i in range(n):
                 eq = eta * gq[r, i]
                 a1 = 1.0 if riemannian else 1.0 + eq
@@ -268,12 +480,18 @@ def _jump_sums_kernel(rhos, gq, ge, u2, w, etas, riemannian, coord_z, ex, exq, q
                 c2 = eta * eta * u2[r, i]
                 den = math.sqrt(a1 * a1 + eg * eg + c2)
                 if coord_z:
-                    y = _z_after(rho, s, a1, eg, c2, num, den) - z0 - sh
-                    x = eg * inv_s - e0
+                    ys[i] = _z_after(rho, s, a1, eg, c2, num, den) - z0 - sh
+                    xs[i] = eg * inv_s - e0
                 else:
-                    y = min(max(num / den, -1.0), 1.0) - rho - sh
-                    x = eg * s - e0
-                xq = q_on * (eq - q0)
+                    ys[i] = min(max(num / den, -1.0), 1.0) - rho - sh
+                    xs[i] = eg * s - e0
+                xqs[i] = q_on * (eq - q0)
+            s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = s8 = s9 = s10 = s11 = 0.0
+            t0 = t1 = t2 = t3 = t4 = t5 = t6 = t7 = t8 = t9 = t10 = t11 = 0.0
+            for i in range(n):
+                y = ys[i]
+                x = xs[i]
+                xq = xqs[i]
                 wi = w[i]
                 w2 = wi * wi
                 yy = y * y
@@ -314,22 +532,24 @@ def _jump_sums_kernel(rhos, gq, ge, u2, w, etas, riemannian, coord_z, ex, exq, q
             S[r, j, 9] += s9
             S[r, j, 10] += s10
             S[r, j, 11] += s11
-            S[r, j, 12] += t0
-            S[r, j, 13] += t1
-            S[r, j, 14] += t2
-            S[r, j, 15] += t3
-            S[r, j, 16] += t4
-            S[r, j, 17] += t5
-            S[r, j, 18] += t6
-            S[r, j, 19] += t7
-            S[r, j, 20] += t8
-            S[r, j, 21] += t9
-            S[r, j, 22] += t10
-            S[r, j, 23] += t11
+            S[r, j, 30] += t0
+            S[r, j, 31] += t1
+            S[r, j, 32] += t2
+            S[r, j, 33] += t3
+            S[r, j, 34] += t4
+            S[r, j, 35] += t5
+            S[r, j, 36] += t6
+            S[r, j, 37] += t7
+            S[r, j, 38] += t8
+            S[r, j, 39] += t9
+            S[r, j, 40] += t10
+            S[r, j, 41] += t11
+            if p_on:
+                _power_sum_step_sums(P[r], ys, w, B, eta, S[r, j])
 
 
-def _jump_sums(rhos, gq, ge, u2, w, etas, riemannian, coord_z, ex, exq, q_on, shift, S
-               ) -> None:
+def _jump_sums(rhos, gq, ge, u2, P, w, etas, riemannian, coord_z, ex, exq, q_on, p_on, shift,
+               S) -> None:
     """:func:`_jump_sums_kernel` with the nodes split over ``compute_threads()`` threads."""
     n_r = rhos.shape[0]
     parts = max(1, min(n_r, 2 * _threads()))
@@ -338,9 +558,9 @@ def _jump_sums(rhos, gq, ge, u2, w, etas, riemannian, coord_z, ex, exq, q_on, sh
     def one(i: int) -> None:
         lo, hi = int(cuts[i]), int(cuts[i + 1])
         if hi > lo:
-            _jump_sums_kernel(rhos[lo:hi], gq[lo:hi], ge[lo:hi], u2[lo:hi], w, etas,
-                              riemannian, coord_z, ex[lo:hi], exq[lo:hi], q_on, shift[lo:hi],
-                              S[lo:hi])
+            _jump_sums_kernel(rhos[lo:hi], gq[lo:hi], ge[lo:hi], u2[lo:hi], P[lo:hi], w, etas,
+                              riemannian, coord_z, ex[lo:hi], exq[lo:hi], q_on, p_on,
+                              shift[lo:hi], S[lo:hi])
 
     _in_threads(one, parts)
 
@@ -363,12 +583,13 @@ class _Jump:
     excess_kurtosis: np.ndarray
 
 
-def _finalise(S: np.ndarray, shift: np.ndarray) -> _Jump:
-    """Moments from the power sums ``S (..., n_rho, n_eta, 24)`` of :func:`_jump_sums_kernel`
-    (module docstring); ``shift`` is the reference subtracted from ``Δ`` there."""
+def _finalise(S: np.ndarray, shift: np.ndarray, powers: bool = False) -> _Jump:
+    """Moments from the power sums ``S (..., n_rho, n_eta, 60)`` of :func:`_jump_sums_kernel`
+    (module docstring); ``shift`` is the reference subtracted from ``Δ`` there; ``powers``: the
+    drift regresses on the softmax weights' power sums too (:func:`_drift_five`)."""
     W = S[..., 0]
-    W2 = S[..., 12]
-    T = S[..., 12:]
+    W2 = S[..., _NHALF]
+    T = S[..., _NHALF:]
     with np.errstate(invalid="ignore", divide="ignore"):
         Wd = np.where(W > 0, W, 1.0)
         my = S[..., 1] / Wd
@@ -406,9 +627,58 @@ def _finalise(S: np.ndarray, shift: np.ndarray) -> _Jump:
         corr = 1.0 - W2 / (Wd * Wd)
         var = m2 / np.where(corr > 0, corr, 1.0)
         se_v = np.sqrt(np.maximum(q4 - 2.0 * m2 * q2 + m2 * m2 * W2, 0.0)) / Wd
+        if powers:
+            drift, se_m = _drift_five(S, shift, Wd, my, W2)
         skew = np.where(m2 > 0, m3 / np.where(m2 > 0, m2, 1.0) ** 1.5, 0.0)
         kurt = np.where(m2 > 0, m4 / np.where(m2 > 0, m2, 1.0) ** 2 - 3.0, 0.0)
     return _Jump(drift, se_m, var, se_v, skew, kurt)
+
+
+#: the five controls' indices in a half of the sums (:func:`_jump_sums_kernel`): their sums,
+#: their products with ``y``, and their cross products ``(x, x', p₀, p₁, p₂)``
+_C_MEAN = np.array([5, 8, 12, 13, 14])
+_C_Y = np.array([7, 10, 15, 16, 17])
+_C_CROSS = np.array([[6, 11, 18, 19, 20],
+                     [11, 9, 21, 22, 23],
+                     [18, 21, 24, 25, 26],
+                     [19, 22, 25, 27, 28],
+                     [20, 23, 26, 28, 29]])
+
+
+def _drift_five(S: np.ndarray, shift: np.ndarray, Wd: np.ndarray, my: np.ndarray,
+                W2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The drift and its standard error with five controls of known mean 0 — ``x``, ``x'`` and
+    the softmax weights' centred power sums ``Σα^k − E Σα^k`` (``k = 2, 3, 4``; exact means
+    :func:`_power_sum_means_std`): ``m = ȳ + shift − bᵀc̄`` with ``b = C⁻¹d`` the weighted
+    regression coefficients (``C`` the controls' weighted covariance, ``d`` their covariance
+    with ``y``; ``C`` scaled to unit diagonal plus ``10⁻⁹`` on it, so that nearly collinear
+    controls share a bounded coefficient; a control of zero variance left out), and
+    ``SE(m)² = Σw²(r − r̄)²/(Σw)²``, ``r = y − bᵀc``, from the ``w²`` sums."""
+    T = S[..., _NHALF:]
+    mc = S[..., _C_MEAN] / Wd[..., None]
+    C = S[..., _C_CROSS] / Wd[..., None, None] - mc[..., :, None] * mc[..., None, :]
+    d = S[..., _C_Y] / Wd[..., None] - mc * my[..., None]
+    raw = np.einsum("...ii->...i", S[..., _C_CROSS]) / Wd[..., None]
+    var = np.einsum("...ii->...i", C)
+    on = var > 1e-12 * np.maximum(raw, 1e-300)
+    sd = np.where(on, np.sqrt(np.where(on, var, 1.0)), 1.0)
+    Cs = np.where(on[..., :, None] & on[..., None, :], C / (sd[..., :, None] * sd[..., None, :]),
+                  0.0)
+    ds = np.where(on, d / sd, 0.0)
+    b = np.linalg.solve(Cs + 1e-9 * np.eye(5), ds[..., None])[..., 0] / sd
+    b = np.where(on, b, 0.0)
+    drift = my + shift - np.einsum("...i,...i->...", b, mc)
+    # Σw² of the centred products, from the raw w² sums
+    tm = T[..., _C_MEAN]
+    qyy = T[..., 2] - 2.0 * my * T[..., 1] + my * my * W2
+    qcy = (T[..., _C_Y] - my[..., None] * tm - mc * T[..., 1, None]
+           + mc * my[..., None] * W2[..., None])
+    qcc = (T[..., _C_CROSS] - mc[..., :, None] * tm[..., None, :]
+           - mc[..., None, :] * tm[..., :, None]
+           + mc[..., :, None] * mc[..., None, :] * W2[..., None, None])
+    qr = (qyy - 2.0 * np.einsum("...i,...i->...", b, qcy)
+          + np.einsum("...i,...ij,...j->...", b, qcc, b))
+    return drift, np.sqrt(np.maximum(qr, 0.0)) / Wd
 
 
 @dataclass(frozen=True, eq=False)
@@ -453,6 +723,10 @@ class _Accumulator:
         self.exq = (np.zeros((rhos.size, etas.size)) if gq_mean is None
                     else etas[None, :] * np.asarray(gq_mean(rhos), dtype=np.float64)[:, None])
         self.tilt = score_tilt(self.std, batch)
+        pm = _power_sum_means_std(self.std)
+        #: the exact means of the softmax weights' power sums at the nodes (None: no such
+        #: controls, where the quadrature cannot vouch for itself)
+        self.pmean = None if pm is None else _c(pm(rhos))
         self.S = np.zeros((len(coords), self.K, rhos.size, etas.size, _NSTAT))
         self.shifts: list[np.ndarray] = []
         self.draws = np.zeros(rhos.size, dtype=np.int64)
@@ -483,21 +757,24 @@ class _Accumulator:
             m = min(per, n_new - start)
             if 0 < n_new - start - m < self.min_draws:
                 m = n_new - start  # a short remainder joins this chunk
-            pool, w, _ = fused_pool(self.std, rh, m, key, start, self.tilt)
+            pool, w, _ = fused_pool(self.std, rh, m, key, start, self.tilt,
+                                    powers=self.pmean is not None)
             cuts = np.linspace(0, m, K + 1).astype(np.int64)
             for g in range(K):
                 lo, hi = int(cuts[g]), int(cuts[g + 1])
-                gq, ge, u2, wb = (_c(x) for x in _weighted_batches(
+                gq, ge, u2, wb, pw = _weighted_batches(
                     pool[:, lo:hi], w[lo:hi], self.batch, self.std.d - 2,
-                    stream(self.seed, "minibatches", rnd, chunk_no, g)))
-                self._sums(g, nodes, rh, gq, ge, u2, wb)
+                    stream(self.seed, "minibatches", rnd, chunk_no, g))
+                P = (np.zeros((nodes.size, 1, 3)) if pw is None or self.pmean is None
+                     else _c(pw - self.pmean[nodes][:, None, :]))
+                self._sums(g, nodes, rh, _c(gq), _c(ge), _c(u2), P, _c(wb))
             start += m
             chunk_no += 1
         self.draws[nodes] += n_new
         self.rounds += 1
 
     def _sums(self, g: int, nodes: np.ndarray, rh: np.ndarray, gq: np.ndarray,
-              ge: np.ndarray, u2: np.ndarray, wb: np.ndarray) -> None:
+              ge: np.ndarray, u2: np.ndarray, P: np.ndarray, wb: np.ndarray) -> None:
         n_r, n_e = self.rhos.size, self.etas.size
         for ci, cz in enumerate(self.coords):
             ex = self.exs[ci]
@@ -505,23 +782,24 @@ class _Accumulator:
                 # the reference subtracted from Δ: the first slice's weighted mean at every
                 # node (keeps the raw power sums well conditioned)
                 T = np.zeros((nodes.size, n_e, _NSTAT))
-                _jump_sums(rh, gq, ge, u2, wb, self.etas, self.riemannian, cz,
-                           _c(ex[nodes]), _c(self.exq[nodes]), self.q_on,
-                           np.zeros((nodes.size, n_e)), T)
+                _jump_sums(rh, gq, ge, u2, np.zeros((nodes.size, 1, 3)), wb, self.etas,
+                           self.riemannian, cz, _c(ex[nodes]), _c(self.exq[nodes]), self.q_on,
+                           False, np.zeros((nodes.size, n_e)), T)
                 sh = np.zeros((n_r, n_e))
                 sh[nodes] = T[..., 1] / np.maximum(T[..., 0], 1e-300)
                 self.shifts.append(sh)
             Sa = np.zeros((nodes.size, n_e, _NSTAT))
-            _jump_sums(rh, gq, ge, u2, wb, self.etas, self.riemannian, cz, _c(ex[nodes]),
-                       _c(self.exq[nodes]), self.q_on, _c(self.shifts[ci][nodes]), Sa)
+            _jump_sums(rh, gq, ge, u2, P, wb, self.etas, self.riemannian, cz, _c(ex[nodes]),
+                       _c(self.exq[nodes]), self.q_on, self.pmean is not None,
+                       _c(self.shifts[ci][nodes]), Sa)
             self.S[ci, g, nodes] += Sa
 
     def converged(self, rtol: float) -> np.ndarray:
         """Per node: within ``rtol`` in every coordinate (:func:`_converged`)."""
         ok = np.ones(self.rhos.size, dtype=bool)
         for ci in range(len(self.coords)):
-            ok &= _converged(_finalise(self.S[ci].sum(axis=0), self.shifts[ci]), self.exs[ci],
-                             rtol)
+            ok &= _converged(_finalise(self.S[ci].sum(axis=0), self.shifts[ci],
+                                       self.pmean is not None), self.exs[ci], rtol)
         return ok
 
     def refine(self, rtol: float | None, max_samples: int) -> bool:
@@ -542,8 +820,9 @@ class _Accumulator:
     def results(self, converged: bool) -> list[_Accumulated]:
         out = []
         for ci in range(len(self.coords)):
-            pooled = _finalise(self.S[ci].sum(axis=0), self.shifts[ci])
-            grp = _finalise(self.S[ci], self.shifts[ci][None]) if self.K >= 2 else None
+            on = self.pmean is not None
+            pooled = _finalise(self.S[ci].sum(axis=0), self.shifts[ci], on)
+            grp = _finalise(self.S[ci], self.shifts[ci][None], on) if self.K >= 2 else None
             out.append(_Accumulated(pooled, grp, self.draws.copy(), converged))
         return out
 
