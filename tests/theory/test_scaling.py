@@ -426,20 +426,27 @@ def test_benchmark_tables_recovered_from_the_page_round_trip(tmp_path, bench):
 
 def test_benchmark_committed_measurements_parse(bench):
     """The committed measurements (``benchmarks/data/scaling/measured.jsonl``) parse into the
-    rows the page's tables show: 22 samples points, the two pooled hitting-time points as
-    summaries, seven critical-c points; the hitting-time table has a row for each of the
-    24."""
+    rows the page's tables show: at least the 22 samples points, the two pooled hitting-time
+    points recovered as summaries and the seven critical-c points; the hitting-time table has a
+    row for each samples point and for each pooled point (``hits`` rows of one point and seed
+    pool into one row, a summary is its own)."""
     rows = bench.read_rows([bench.MEASURED])
     kinds = [r["kind"] for r in rows]
-    assert (kinds.count("samples"), kinds.count("hits_summary"), kinds.count("critical")) \
-        == (22, 2, 7)
+    assert kinds.count("samples") >= 22 and kinds.count("critical") >= 7
+    assert kinds.count("hits_summary") >= 2
     hit = bench.hit_rows(rows)
-    assert len(hit) == 24
-    assert sorted(r["runs"] for r in hit if r["source"] == "hits") == [960, 5120]
+    pooled = {(r["config"], r["sign"], r["d"]) for r in rows if r["kind"] == "hits"}
+    assert len(hit) == kinds.count("samples") + kinds.count("hits_summary") + len(pooled)
+    assert {960, 5120} <= {r["runs"] for r in hit if r["source"] == "hits"}
     for r in rows:
         if r["kind"] != "critical":
             assert 0 < r["reached"] <= 1 and r["horizon_steps"] > 0
+        if r["kind"] in ("samples", "hits_summary"):
             assert r["reached_runs"] == round(r["reached"] * r["runs"])
+        if r["kind"] == "hits":
+            hits = np.asarray(r["hits"], dtype=np.float64)
+            assert hits.size == r["runs"]
+            assert np.isfinite(hits).mean() == pytest.approx(r["reached"])
 
 
 def test_critical_c_brackets_the_chain(slice_laws, chain_simulate):
