@@ -59,7 +59,8 @@ few steps. The prediction's errors, and how :class:`Diagnostic` estimates each:
   are evolved separately (on blocks twice as wide as the pooled table's: a discretisation
   error common to them does not enter their spread); the spread of the ``K`` predictions
   gives the standard error of the pooled prediction (``mean_abs_stderr``,
-  :meth:`EffectiveDynamics.quantile_stderr`; measured against the spread over independent moment seeds in ``docs/effective-dynamics.md``), and
+  :meth:`EffectiveDynamics.quantile_stderr`; measured against the spread over independent
+  moment seeds in ``docs/effective-dynamics.md``), and
   :func:`within_tolerance` adds draws while ``t₀.₉₇₅,K−1`` times it exceeds half the
   tolerance;
 * the diffusion approximation: the third and fourth cumulants it drops, estimated from the
@@ -989,7 +990,6 @@ class EffectiveDynamics:
                              "mean_abs": self.mean_abs, "mean_abs_stderr": se,
                              "mean": self.mean, "q10_abs": q[0], "median_abs": q[1],
                              "q90_abs": q[2]})
-
 
 
 # --------------------------------------------------------------------------- diagnostic

@@ -443,10 +443,11 @@ def _jump_sums_kernel(rhos, gq, ge, u2, P, w, etas, riemannian, coord_z, ex, exq
     draws ``i`` (weights ``w_i``): ``S[..., :12] += Σw·(1, y, y², y³, y⁴, x, x², xy, x', x'²,
     x'y, xx')``, ``S[..., 12:30] += Σw·(p_k, p_k y, p_k x, p_k x', p₀p₀, p₀p₁, p₀p₂, p₁p₁, p₁p₂,
     p₂p₂)`` (left alone without ``p_on``; those without ``y`` taken once a node,
-    :func:`_power_sum_node_sums`), and ``S[..., 30:60]`` the same with ``w²``. ``Δ = Δz`` with ``lin = ηḡ_e/s`` when ``coord_z``, else ``Δ = Δρ`` with
-    ``lin = ηsḡ_e``; ``ḡ_q = 0`` in the update when ``riemannian``. Per (node, step) two passes
-    over the draws: ``y, x, x'`` into scratch, then the sums — the logarithm of ``Δz`` is a call,
-    which would spill the 24 accumulators were they live across it. Fused multiply-adds
+    :func:`_power_sum_node_sums`), and ``S[..., 30:60]`` the same with ``w²``. ``Δ = Δz``
+    with ``lin = ηḡ_e/s`` when ``coord_z``, else ``Δ = Δρ`` with ``lin = ηsḡ_e``;
+    ``ḡ_q = 0`` in the update when ``riemannian``. Per (node, step) two passes over the draws:
+    ``y, x, x'`` into scratch, then the sums — the logarithm of ``Δz`` is a call, which would
+    spill the 24 accumulators were they live across it. Fused multiply-adds
     (``contract``; no reassociation: each sum in draw order)."""
     n_r, n = gq.shape
     n_eta = etas.shape[0]
@@ -597,41 +598,48 @@ def _finalise(S: np.ndarray, shift: np.ndarray, powers: bool = False) -> _Jump:
         m3 = S[..., 3] / Wd - 3.0 * my * S[..., 2] / Wd + 2.0 * my ** 3
         m4 = (S[..., 4] / Wd - 4.0 * my * S[..., 3] / Wd + 6.0 * my * my * S[..., 2] / Wd
               - 3.0 * my ** 4)
-        m1, m2x = S[..., 5] / Wd, S[..., 8] / Wd
-        c11 = S[..., 6] / Wd - m1 * m1
-        c22 = S[..., 9] / Wd - m2x * m2x
-        c12 = S[..., 11] / Wd - m1 * m2x
-        c1y = S[..., 7] / Wd - m1 * my
-        c2y = S[..., 10] / Wd - m2x * my
-        # the regression of Δ on both controls; on the first alone where the second is
-        # absent (riemannian, no exact mean) or collinear with it
-        det = c11 * c22 - c12 * c12
-        two = (c22 > 0) & (det > 1e-9 * c11 * c22)
-        dd = np.where(two, det, 1.0)
-        b1 = np.where(two, (c22 * c1y - c12 * c2y) / dd,
-                      np.where(c11 > 0, c1y / np.where(c11 > 0, c11, 1.0), 0.0))
-        b2 = np.where(two, (c11 * c2y - c12 * c1y) / dd, 0.0)
-        drift = my + shift - b1 * m1 - b2 * m2x
-        # Σw²(y − m)^k and the cross sums, from the raw sums about the shift
+        drift, se_m = (_drift_five if powers else _drift_two)(S, shift, Wd, my, W2)
+        # Σw²(y − m)^k, from the raw sums about the shift
         q2 = T[..., 2] - 2.0 * my * T[..., 1] + my * my * W2
         q4 = (T[..., 4] - 4.0 * my * T[..., 3] + 6.0 * my * my * T[..., 2]
               - 4.0 * my ** 3 * T[..., 1] + my ** 4 * W2)
-        q11 = T[..., 6] - 2.0 * m1 * T[..., 5] + m1 * m1 * W2
-        q22 = T[..., 9] - 2.0 * m2x * T[..., 8] + m2x * m2x * W2
-        q1y = T[..., 7] - my * T[..., 5] - m1 * T[..., 1] + m1 * my * W2
-        q2y = T[..., 10] - my * T[..., 8] - m2x * T[..., 1] + m2x * my * W2
-        q12 = T[..., 11] - m1 * T[..., 8] - m2x * T[..., 5] + m1 * m2x * W2
-        qr = (q2 - 2.0 * b1 * q1y - 2.0 * b2 * q2y + b1 * b1 * q11 + b2 * b2 * q22
-              + 2.0 * b1 * b2 * q12)
-        se_m = np.sqrt(np.maximum(qr, 0.0)) / Wd
         corr = 1.0 - W2 / (Wd * Wd)
         var = m2 / np.where(corr > 0, corr, 1.0)
         se_v = np.sqrt(np.maximum(q4 - 2.0 * m2 * q2 + m2 * m2 * W2, 0.0)) / Wd
-        if powers:
-            drift, se_m = _drift_five(S, shift, Wd, my, W2)
         skew = np.where(m2 > 0, m3 / np.where(m2 > 0, m2, 1.0) ** 1.5, 0.0)
         kurt = np.where(m2 > 0, m4 / np.where(m2 > 0, m2, 1.0) ** 2 - 3.0, 0.0)
     return _Jump(drift, se_m, var, se_v, skew, kurt)
+
+
+def _drift_two(S: np.ndarray, shift: np.ndarray, Wd: np.ndarray, my: np.ndarray,
+               W2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The drift and its standard error with the controls ``x`` and ``x'`` (module docstring):
+    the regression of ``Δ`` on both; on the first alone where the second is absent (riemannian,
+    no exact mean) or collinear with it."""
+    T = S[..., _NHALF:]
+    m1, m2x = S[..., 5] / Wd, S[..., 8] / Wd
+    c11 = S[..., 6] / Wd - m1 * m1
+    c22 = S[..., 9] / Wd - m2x * m2x
+    c12 = S[..., 11] / Wd - m1 * m2x
+    c1y = S[..., 7] / Wd - m1 * my
+    c2y = S[..., 10] / Wd - m2x * my
+    det = c11 * c22 - c12 * c12
+    two = (c22 > 0) & (det > 1e-9 * c11 * c22)
+    dd = np.where(two, det, 1.0)
+    b1 = np.where(two, (c22 * c1y - c12 * c2y) / dd,
+                  np.where(c11 > 0, c1y / np.where(c11 > 0, c11, 1.0), 0.0))
+    b2 = np.where(two, (c11 * c2y - c12 * c1y) / dd, 0.0)
+    drift = my + shift - b1 * m1 - b2 * m2x
+    # Σw² of the centred products, from the raw w² sums
+    q2 = T[..., 2] - 2.0 * my * T[..., 1] + my * my * W2
+    q11 = T[..., 6] - 2.0 * m1 * T[..., 5] + m1 * m1 * W2
+    q22 = T[..., 9] - 2.0 * m2x * T[..., 8] + m2x * m2x * W2
+    q1y = T[..., 7] - my * T[..., 5] - m1 * T[..., 1] + m1 * my * W2
+    q2y = T[..., 10] - my * T[..., 8] - m2x * T[..., 1] + m2x * my * W2
+    q12 = T[..., 11] - m1 * T[..., 8] - m2x * T[..., 5] + m1 * m2x * W2
+    qr = (q2 - 2.0 * b1 * q1y - 2.0 * b2 * q2y + b1 * b1 * q11 + b2 * b2 * q22
+          + 2.0 * b1 * b2 * q12)
+    return drift, np.sqrt(np.maximum(qr, 0.0)) / Wd
 
 
 #: the five controls' indices in a half of the sums (:func:`_jump_sums_kernel`): their sums,
